@@ -1,0 +1,268 @@
+//! Typed job specification: what a parsed fio job file means.
+//!
+//! The parser (`parse.rs`) fills these from fio syntax; `numjobs` is already
+//! expanded (one `JobSpec` per clone) and reporting groups are assigned.
+//! Every later stage reads only these types, never raw option strings.
+
+use crate::sim::time::Ns;
+
+/// Data direction, fio's `ddir` order (read=0, write=1, trim=2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Ddir {
+    Read = 0,
+    Write = 1,
+    Trim = 2,
+}
+
+impl Ddir {
+    pub const ALL: [Ddir; 3] = [Ddir::Read, Ddir::Write, Ddir::Trim];
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// fio's `rw=` patterns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwPattern {
+    Read,
+    Write,
+    Trim,
+    RandRead,
+    RandWrite,
+    RandTrim,
+    /// `rw` / `readwrite`: sequential mixed reads and writes.
+    ReadWrite,
+    RandRw,
+    /// `trimwrite`: sequential trim then write of the same block.
+    TrimWrite,
+    RandTrimWrite,
+}
+
+impl RwPattern {
+    pub fn is_random(self) -> bool {
+        matches!(
+            self,
+            RwPattern::RandRead
+                | RwPattern::RandWrite
+                | RwPattern::RandTrim
+                | RwPattern::RandRw
+                | RwPattern::RandTrimWrite
+        )
+    }
+    /// Which directions this pattern issues.
+    pub fn ddirs(self) -> &'static [Ddir] {
+        match self {
+            RwPattern::Read | RwPattern::RandRead => &[Ddir::Read],
+            RwPattern::Write | RwPattern::RandWrite => &[Ddir::Write],
+            RwPattern::Trim | RwPattern::RandTrim => &[Ddir::Trim],
+            RwPattern::ReadWrite | RwPattern::RandRw => &[Ddir::Read, Ddir::Write],
+            RwPattern::TrimWrite | RwPattern::RandTrimWrite => &[Ddir::Trim, Ddir::Write],
+        }
+    }
+}
+
+/// Block size choice for one direction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BlockSizes {
+    Fixed(u64),
+    /// `bsrange=min-max`: uniform in multiples of `min` (unless `bs_unaligned`).
+    Range { min: u64, max: u64 },
+    /// `bssplit=size/pct:...`: weights in percent (sum 100 after filling blanks).
+    Split(Vec<(u64, u32)>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    /// One I/O at a time, the task blocks until completion (sync, psync, vsync, pvsync, pvsync2, mmap).
+    Sync,
+    /// Up to `iodepth` in flight (libaio, io_uring, posixaio, solarisaio...).
+    Async,
+    /// Async passthrough commands that never enter the I/O scheduler (io_uring_cmd, sg).
+    Passthrough,
+    /// fio's null engine: I/O completes at once without a device.
+    Null,
+    /// Engines that cannot be modelled (network, exec, metadata, ...).
+    NotModelled,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct IoEngine {
+    pub name: String,
+    pub kind: EngineKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateProcess {
+    Linear,
+    Poisson,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RandomDistribution {
+    Random,
+    /// zipf:theta
+    Zipf { theta: f64, center: Option<f64> },
+    /// pareto:h
+    Pareto { h: f64, center: Option<f64> },
+    /// normal:sigma_percent (fio's "gauss")
+    Normal { sigma_pct: f64, center: Option<f64> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RandomGenerator {
+    Tausworthe,
+    Lfsr,
+    Tausworthe64,
+}
+
+/// Linux I/O priority class (ionice), `IOPRIO_CLASS_*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum IoPrioClass {
+    #[default]
+    None = 0,
+    Rt = 1,
+    Be = 2,
+    Idle = 3,
+}
+
+/// A size that may be given as bytes or as a percentage of the device/file.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SizeSpec {
+    Bytes(u64),
+    Percent(f64),
+}
+
+/// One job (one fio thread/process) after `numjobs` expansion.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// Job section name (`[name]` or `--name=`); clones share it.
+    pub name: String,
+    /// 0-based clone number within `numjobs` of this section.
+    pub clone_index: u32,
+    /// 0-based index of this job in the whole file (after expansion).
+    pub job_index: u32,
+    /// Reporting group id (fio's `groupid`), bumped by `stonewall`/`new_group`.
+    pub group_id: u32,
+    /// `stonewall` / `wait_for_previous`: start only after all earlier jobs end.
+    pub stonewall: bool,
+    pub group_reporting: bool,
+
+    pub rw: RwPattern,
+    /// `rw=randread:8` modifier (random: new offset every N I/Os; sequential:
+    /// bytes added to each offset, may be negative).
+    pub rw_modifier: Option<i64>,
+    /// Percent of mixed I/O that reads (rwmixread / 100 - rwmixwrite).
+    pub rwmixread: u32,
+    /// Per direction (read, write, trim).
+    pub bs: [BlockSizes; 3],
+    pub blockalign: [Option<u64>; 3],
+    pub bs_unaligned: bool,
+
+    /// `size`: bytes of I/O region per job (None = whole file/device).
+    pub size: Option<SizeSpec>,
+    /// `io_size` / `io_limit`: bytes to transfer (None = size).
+    pub io_size: Option<SizeSpec>,
+    pub offset: SizeSpec,
+    pub offset_increment: SizeSpec,
+    /// `filename`: colon-separated list, escapes resolved. Empty = fio's own files.
+    pub filenames: Vec<String>,
+    pub directory: Option<String>,
+    /// `filesize` range (min, max) in bytes.
+    pub filesize: Option<(u64, u64)>,
+    pub nrfiles: u32,
+    pub numjobs: u32,
+
+    pub iodepth: u32,
+    pub iodepth_batch_submit: u32,
+    pub iodepth_batch_complete_min: u32,
+    pub iodepth_batch_complete_max: u32,
+    pub iodepth_low: u32,
+    pub direct: bool,
+    pub ioengine: IoEngine,
+
+    /// `runtime` in ns (None = unlimited).
+    pub runtime: Option<Ns>,
+    pub time_based: bool,
+    pub ramp_time: Ns,
+    /// `startdelay`, possibly a range (min, max).
+    pub startdelay: (Ns, Ns),
+    pub loops: u32,
+    pub number_ios: Option<u64>,
+
+    /// `rate` in bytes/s per direction.
+    pub rate: [Option<u64>; 3],
+    /// `rate_iops` per direction.
+    pub rate_iops: [Option<u64>; 3],
+    pub rate_process: RateProcess,
+    /// `thinktime` in ns and `thinktime_blocks`.
+    pub thinktime: Ns,
+    pub thinktime_blocks: u32,
+
+    pub random_distribution: RandomDistribution,
+    pub random_generator: RandomGenerator,
+    pub norandommap: bool,
+    pub randrepeat: bool,
+    pub randseed: Option<u64>,
+
+    pub cgroup: Option<String>,
+    pub cgroup_weight: Option<u32>,
+    /// `prio` 0..7 (None = not set).
+    pub prio: Option<u8>,
+    pub prioclass: Option<IoPrioClass>,
+    pub cpus_allowed: Option<Vec<u32>>,
+
+    /// `percentile_list` (None = fio's default list).
+    pub percentile_list: Option<Vec<f64>>,
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
+    pub slat_percentiles: bool,
+    /// `bwavgtime` / `iopsavgtime` in ms.
+    pub bwavgtime_ms: u64,
+    pub iopsavgtime_ms: u64,
+
+    pub fsync: u32,
+    pub fdatasync: u32,
+    pub end_fsync: bool,
+
+    /// Options given in this job's own section (and its includes), in file
+    /// order, as fio prints them under "job options" in JSON.
+    pub job_options: Vec<(String, String)>,
+}
+
+/// A parsed job file (or fio command line).
+#[derive(Clone, Debug)]
+pub struct JobFile {
+    /// Where the jobs came from (file path or "<command line>").
+    pub source: String,
+    pub jobs: Vec<JobSpec>,
+    /// Options of `[global]` sections, in order, for JSON "global options".
+    pub global_options: Vec<(String, String)>,
+    /// Valid fio options the model does not use, first-seen order, unique.
+    pub ignored: Vec<String>,
+}
+
+/// A job-file error: names the file, line and option, and what was expected.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobError {
+    pub file: String,
+    /// 1-based line, 0 when not tied to a line (e.g. command-line argument).
+    pub line: u32,
+    pub option: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for JobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line > 0 {
+            write!(f, "{}:{}: ", self.file, self.line)?;
+        } else {
+            write!(f, "{}: ", self.file)?;
+        }
+        if let Some(opt) = &self.option {
+            write!(f, "option '{}': ", opt)?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for JobError {}
