@@ -1,1 +1,996 @@
+//! The block layer (blk-mq): bios become requests through plugging and
+//! merging, take scheduler or driver tags, wait in per-CPU software queues or
+//! in the elevator, and are dispatched from hardware queues to the device.
+//! Flushes and passthrough commands bypass the elevator. A scheduler switch
+//! freezes the queue, drains every allocated request, then swaps elevators.
+//!
+//! Facts: reference/kernel-blkmq-deadline-kyber.md §1 (v6.17).
+
+pub mod knobs;
+mod merge;
 pub mod request;
+
+use crate::cgroup::CgroupTable;
+use crate::device::{Device, DeviceCmd, DeviceOut, Submit};
+use crate::sched::{self, Elevator, QueueInfo, SchedCtx};
+use crate::sim::event::{Event, EventQueue};
+use crate::sim::time::{Ns, NS_PER_MS};
+use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
+use request::{flags, IoPrio, Op, RequestArena, RqId, NIL};
+use std::collections::{BTreeMap, VecDeque};
+
+/// BLK_MQ_RESOURCE_DELAY: re-run a queue 3 ms after a resource shortage or a
+/// NULL dispatch with work pending (blk-mq.h).
+pub const RESOURCE_DELAY: Ns = 3 * NS_PER_MS;
+/// BLK_MAX_REQUEST_COUNT: plug flush threshold (32; 64 for multiple queues).
+pub const PLUG_MAX_REQUESTS: usize = 32;
+/// BLK_PLUG_FLUSH_SIZE: flush the plug when its last request is ≥ 128 KiB.
+pub const PLUG_FLUSH_SECTORS: u32 = 128 * 2;
+/// Software-queue merge scan depth (newest 8 requests, blk-mq-sched.c).
+const CTX_MERGE_SCAN: usize = 8;
+/// Legacy single-queue default nr_requests per sync/async class (BLKDEV_MAX_RQ, ≤ 4.20).
+pub const LEGACY_NR_REQUESTS: u32 = 128;
+
+/// A bio handed to the block layer.
+#[derive(Clone, Copy, Debug)]
+pub struct BioSubmit {
+    pub op: Op,
+    pub sector: u64,
+    pub nr_sectors: u32,
+    pub flags: u32,
+    pub ioprio: IoPrio,
+    pub cgroup: u16,
+    /// Submitting task (job index).
+    pub pid: u32,
+    pub cpu: u16,
+    /// Opaque owner token returned on completion.
+    pub owner: u64,
+}
+
+/// A completed bio: owner token and time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BioDone {
+    pub owner: u64,
+    pub at: Ns,
+}
+
+/// Whether the submitting task could go on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitResult {
+    /// The bio was taken (merged, plugged, queued or issued).
+    Taken,
+    /// The task sleeps (no tag, or queue frozen); it is woken through `Env::woken`
+    /// and must submit the same bio again.
+    Sleep,
+}
+
+/// What block-layer calls need from the simulator.
+pub struct Env<'a> {
+    pub now: Ns,
+    pub events: &'a mut EventQueue,
+    pub done: &'a mut Vec<BioDone>,
+    /// Tasks (pids) to wake: they retry their sleeping submission.
+    pub woken: &'a mut Vec<u32>,
+}
+
+/// A task's plug (`struct blk_plug`): requests collected before insertion.
+#[derive(Default, Debug)]
+pub struct Plug {
+    rqs: Vec<RqId>,
+}
+
+impl Plug {
+    pub fn len(&self) -> usize {
+        self.rqs.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.rqs.is_empty()
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Bio {
+    owner: u64,
+    next: u32,
+}
+
+/// /proc/diskstats counters for the device, integrated over time.
+#[derive(Clone, Debug, Default)]
+pub struct DiskCounters {
+    pub ios: [u64; 2],
+    pub sectors: [u64; 2],
+    pub merges: [u64; 2],
+    /// Sum of request lifetimes per direction, ns.
+    pub ticks_ns: [u64; 2],
+    /// Time with at least one request in flight, ns.
+    pub io_ticks_ns: u64,
+    /// Integral of requests in flight over time, ns.
+    pub in_queue_ns: u64,
+    in_flight: u64,
+    last_change: Ns,
+}
+
+impl DiskCounters {
+    fn account(&mut self, now: Ns) {
+        let dt = now.saturating_sub(self.last_change);
+        if self.in_flight > 0 {
+            self.io_ticks_ns += dt;
+            self.in_queue_ns += dt * self.in_flight;
+        }
+        self.last_change = now;
+    }
+    /// Bring the time integrals up to `now`.
+    pub fn settle(&mut self, now: Ns) {
+        self.account(now);
+    }
+}
+
+struct Hctx {
+    /// `hctx->dispatch`: bypass inserts, leftovers; served before the elevator.
+    dispatch: VecDeque<RqId>,
+    /// Software queues (one per CPU mapped here), used without an elevator.
+    ctx_lists: Vec<VecDeque<RqId>>,
+    ctx_pending: usize,
+    /// Round-robin cursor over ctxs when busy (`dispatch_from`).
+    dispatch_from: usize,
+    driver_tags: u32,
+    sched_tags: u32,
+    /// Tasks sleeping for a tag on this hctx, FIFO.
+    tag_waiters: VecDeque<u32>,
+    /// `dispatch_busy` EWMA (weight 8, busy sample 16).
+    dispatch_busy: u32,
+    /// A delayed run is scheduled at this time.
+    delayed_run: Option<Ns>,
+}
+
+impl Hctx {
+    fn new(nr_ctx: usize) -> Hctx {
+        Hctx {
+            dispatch: VecDeque::new(),
+            ctx_lists: (0..nr_ctx).map(|_| VecDeque::new()).collect(),
+            ctx_pending: 0,
+            dispatch_from: 0,
+            driver_tags: 0,
+            sched_tags: 0,
+            tag_waiters: VecDeque::new(),
+            dispatch_busy: 0,
+            delayed_run: None,
+        }
+    }
+    fn update_busy(&mut self, busy: bool) {
+        self.dispatch_busy = (self.dispatch_busy * 7 + if busy { 16 } else { 0 }) / 8;
+    }
+}
+
+/// Per-run counters that check the "every request ends exactly once" invariant.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Invariants {
+    pub bios_submitted: u64,
+    pub bios_completed: u64,
+    pub requests_allocated: u64,
+    /// Requests that reached the device and completed.
+    pub requests_completed: u64,
+    /// Requests freed because another request absorbed them.
+    pub requests_merged_away: u64,
+    pub requests_bypassed: u64,
+    pub switches: u64,
+}
+
+/// The request queue of one device.
+pub struct BlockLayer {
+    pub rqs: RequestArena,
+    bios: Vec<Bio>,
+    bio_free: Vec<u32>,
+    hctxs: Vec<Hctx>,
+    nr_cpus: usize,
+    cpu_hctx: Vec<u16>,
+    cpu_slot: Vec<u16>,
+    elv: Option<Box<dyn Elevator>>,
+    q: QueueInfo,
+    knobs: QueueKnobs,
+    device: Box<dyn Device>,
+    dev_out: DeviceOut,
+    /// Merge hash keyed by request end sector (`elv_rqhash`).
+    hash: BTreeMap<(u64, RqId), ()>,
+    /// One-hit merge hint (`q->last_merge`).
+    last_merge: RqId,
+    /// Legacy request pool use per class (0 = sync, 1 = async).
+    legacy_used: [u32; 2],
+    frozen: bool,
+    pending_switch: Option<String>,
+    freeze_waiters: Vec<u32>,
+    timers: Vec<(Ns, u64)>,
+    cgroups: CgroupTable,
+    /// `iosched/NAME=VALUE` settings applied to every scheduler that has NAME.
+    iosched_settings: Vec<(String, String)>,
+    pub disk: DiskCounters,
+    pub inv: Invariants,
+}
+
+fn ctx_of(elv: &Option<Box<dyn Elevator>>) -> bool {
+    elv.as_ref().is_some_and(|e| e.legacy())
+}
+
+impl BlockLayer {
+    /// Build the queue for `device` with `scheduler` ("none" or a name) on `nr_cpus` CPUs.
+    pub fn new(
+        device: Box<dyn Device>,
+        scheduler: &str,
+        nr_cpus: usize,
+        knobs: QueueKnobs,
+        iosched_settings: Vec<(String, String)>,
+        cgroups: CgroupTable,
+    ) -> Result<BlockLayer, String> {
+        let mut dev = device;
+        if let Some(wc) = knobs.write_cache {
+            dev.set_write_cache(wc);
+        }
+        let limits = dev.limits().clone();
+        let elv = sched::create(scheduler)?;
+        let mut bl = BlockLayer {
+            rqs: RequestArena::new(),
+            bios: Vec::new(),
+            bio_free: Vec::new(),
+            hctxs: Vec::new(),
+            nr_cpus: nr_cpus.max(1),
+            cpu_hctx: Vec::new(),
+            cpu_slot: Vec::new(),
+            elv: None,
+            q: QueueInfo {
+                nr_hw_queues: 1,
+                queue_depth: limits.queue_depth,
+                nr_requests: limits.queue_depth,
+                rotational: knobs.rotational.unwrap_or(limits.rotational),
+                nomerges: knobs.nomerges,
+                max_sectors: 0,
+            },
+            knobs,
+            device: dev,
+            dev_out: DeviceOut::default(),
+            hash: BTreeMap::new(),
+            last_merge: NIL,
+            legacy_used: [0; 2],
+            frozen: false,
+            pending_switch: None,
+            freeze_waiters: Vec::new(),
+            timers: Vec::new(),
+            cgroups,
+            iosched_settings,
+            disk: DiskCounters::default(),
+            inv: Invariants::default(),
+        };
+        let max_hw = limits.max_hw_sectors_kb;
+        let max_kb = match bl.knobs.max_sectors_kb {
+            Some(v) if v > max_hw => {
+                return Err(format!(
+                    "max_sectors_kb: {v} exceeds max_hw_sectors_kb {max_hw} of the device"
+                ))
+            }
+            Some(v) if v < 4 => return Err("max_sectors_kb: must be at least 4 (page size)".into()),
+            Some(v) => v,
+            None => max_hw.min(DEFAULT_MAX_SECTORS_KB_CAP),
+        };
+        bl.q.max_sectors = max_kb * 2;
+        bl.attach(elv)?;
+        // Every iosched/ setting must name a tunable of at least one scheduler of the run;
+        // the caller checks the switch targets, we check the initial one here.
+        Ok(bl)
+    }
+
+    /// Attach `elv` (None = "none"): map CPUs to hardware queues, reset
+    /// nr_requests to the kernel default, apply settings. The queue must be empty.
+    fn attach(&mut self, elv: Option<Box<dyn Elevator>>) -> Result<(), String> {
+        debug_assert_eq!(self.rqs.live(), 0);
+        let limits = self.device.limits().clone();
+        let legacy = ctx_of(&elv);
+        // Legacy single-queue schedulers see one queue; blk-mq uses min(device queues, CPUs).
+        let nr_hw = if legacy {
+            1
+        } else {
+            (limits.nr_hw_queues as usize).min(self.nr_cpus).max(1)
+        };
+        self.cpu_hctx.clear();
+        self.cpu_slot.clear();
+        let mut per_hctx = vec![0usize; nr_hw];
+        for cpu in 0..self.nr_cpus {
+            // blk_mq_map_queues spreads CPUs evenly over queues.
+            let h = cpu * nr_hw / self.nr_cpus;
+            self.cpu_hctx.push(h as u16);
+            self.cpu_slot.push(per_hctx[h] as u16);
+            per_hctx[h] += 1;
+        }
+        self.hctxs = per_hctx.iter().map(|&n| Hctx::new(n)).collect();
+        self.q.nr_hw_queues = nr_hw as u32;
+        self.q.queue_depth = limits.queue_depth;
+        // Default nr_requests: the queue depth without a scheduler, 2 × min(QD, 128)
+        // with one (blk-mq-sched.c); legacy: 128 per class.
+        let default_nr = match &elv {
+            None => limits.queue_depth,
+            Some(e) if e.legacy() => LEGACY_NR_REQUESTS,
+            Some(_) => 2 * limits.queue_depth.min(BLKDEV_DEFAULT_RQ),
+        };
+        self.q.nr_requests = match self.knobs.nr_requests {
+            None => default_nr,
+            Some(n) => match &elv {
+                None if n > limits.queue_depth => {
+                    return Err(format!(
+                        "nr_requests: {n} exceeds the device queue depth {} (without a scheduler the driver tags cannot grow)",
+                        limits.queue_depth
+                    ))
+                }
+                Some(e) if !e.legacy() && n > MAX_SCHED_RQ => {
+                    return Err(format!("nr_requests: {n} exceeds the maximum {MAX_SCHED_RQ}"))
+                }
+                _ => n,
+            },
+        };
+        self.elv = elv;
+        if let Some(e) = self.elv.as_mut() {
+            e.init(&self.q);
+            e.depth_updated(&self.q);
+            let names: Vec<&str> = e.tunables().iter().map(|t| t.name).collect();
+            for (k, v) in &self.iosched_settings {
+                if names.contains(&k.as_str()) {
+                    e.set_tunable(k, v).map_err(|err| format!("iosched/{k}: {err}"))?;
+                }
+            }
+        }
+        self.hash.clear();
+        self.last_merge = NIL;
+        self.legacy_used = [0; 2];
+        Ok(())
+    }
+
+    pub fn queue_info(&self) -> &QueueInfo {
+        &self.q
+    }
+    pub fn scheduler_name(&self) -> &'static str {
+        self.elv.as_ref().map_or("none", |e| e.name())
+    }
+    pub fn capacity(&self) -> u64 {
+        self.device.limits().capacity
+    }
+    pub fn write_cache(&self) -> bool {
+        self.device.limits().write_cache
+    }
+    /// Largest bio in sectors (`max_sectors_kb`); larger I/O is split.
+    pub fn max_sectors(&self) -> u32 {
+        self.q.max_sectors
+    }
+    pub fn knobs(&self) -> &QueueKnobs {
+        &self.knobs
+    }
+    /// Current tunables of the attached elevator.
+    pub fn tunables(&self) -> Vec<sched::Tunable> {
+        self.elv.as_ref().map(|e| e.tunables()).unwrap_or_default()
+    }
+    pub fn hctx_of_cpu(&self, cpu: u16) -> u16 {
+        self.cpu_hctx[cpu as usize % self.nr_cpus]
+    }
+
+    // ----- submission -------------------------------------------------------
+
+    /// `submit_bio`. With a plug, new requests collect in it until `finish_plug`.
+    pub fn submit_bio(&mut self, env: &mut Env, b: &BioSubmit, mut plug: Option<&mut Plug>) -> SubmitResult {
+        if self.frozen {
+            // blk_queue_enter blocks while the queue is frozen; the task sleeps,
+            // which flushes its plug.
+            if let Some(p) = plug {
+                self.flush_plug(env, p, true);
+            }
+            self.freeze_waiters.push(b.pid);
+            return SubmitResult::Sleep;
+        }
+        let cpu = b.cpu as usize % self.nr_cpus;
+        let hctx = self.cpu_hctx[cpu] as usize;
+        // A flush to a device without a volatile cache has nothing to do (blk-flush.c).
+        if b.op == Op::Flush && !self.write_cache() {
+            self.inv.bios_submitted += 1;
+            self.inv.bios_completed += 1;
+            env.done.push(BioDone { owner: b.owner, at: env.now });
+            return SubmitResult::Taken;
+        }
+        if self.try_merge_bio(env, b, cpu, hctx, plug.as_deref_mut()) {
+            self.inv.bios_submitted += 1;
+            return SubmitResult::Taken;
+        }
+        let rq = match self.alloc_request(env, b, hctx) {
+            Some(rq) => rq,
+            None => {
+                // The task will sleep in blk_mq_get_tag: that flushes its plug,
+                // which may free nothing yet, so try once more before sleeping.
+                if let Some(p) = plug.as_deref_mut() {
+                    self.flush_plug(env, p, true);
+                }
+                match self.alloc_request(env, b, hctx) {
+                    Some(rq) => rq,
+                    None => {
+                        self.hctxs[hctx].tag_waiters.push_back(b.pid);
+                        return SubmitResult::Sleep;
+                    }
+                }
+            }
+        };
+        self.inv.bios_submitted += 1;
+        let bio = self.new_bio(b);
+        {
+            let r = &mut self.rqs[rq];
+            r.bio_head = bio;
+            r.bio_tail = bio;
+            r.nr_bios = 1;
+        }
+        if let Some(p) = plug {
+            if b.flags & flags::PASSTHROUGH == 0 && b.op != Op::Flush {
+                let limit = PLUG_MAX_REQUESTS;
+                let last_big = p
+                    .rqs
+                    .last()
+                    .is_some_and(|&l| self.q.nomerges != 2 && self.rqs[l].nr_sectors >= PLUG_FLUSH_SECTORS);
+                if p.rqs.len() >= limit || last_big {
+                    self.flush_plug(env, p, false);
+                }
+                p.rqs.push(rq);
+                return SubmitResult::Taken;
+            }
+        }
+        self.queue_request(env, rq, false);
+        SubmitResult::Taken
+    }
+
+    fn new_bio(&mut self, b: &BioSubmit) -> u32 {
+        let bio = Bio {
+            owner: b.owner,
+            next: u32::MAX,
+        };
+        if let Some(i) = self.bio_free.pop() {
+            self.bios[i as usize] = bio;
+            i
+        } else {
+            self.bios.push(bio);
+            (self.bios.len() - 1) as u32
+        }
+    }
+
+    /// Take a tag and set the request up (`blk_mq_get_new_requests`).
+    fn alloc_request(&mut self, env: &mut Env, b: &BioSubmit, hctx: usize) -> Option<RqId> {
+        let bypass = b.op == Op::Flush || b.flags & flags::PASSTHROUGH != 0;
+        let sync = b.op == Op::Read || b.flags & flags::SYNC != 0;
+        match &self.elv {
+            Some(e) if e.legacy() => {
+                let class = if sync { 0 } else { 1 };
+                if self.legacy_used[class] >= self.q.nr_requests {
+                    return None;
+                }
+                self.legacy_used[class] += 1;
+            }
+            Some(e) => {
+                let mut depth = self.q.nr_requests;
+                if !bypass {
+                    if let Some(s) = e.limit_depth(b.op, sync) {
+                        depth = depth.min(s.max(1));
+                    }
+                }
+                if self.hctxs[hctx].sched_tags >= depth {
+                    return None;
+                }
+                self.hctxs[hctx].sched_tags += 1;
+            }
+            None => {
+                if self.hctxs[hctx].driver_tags >= self.q.nr_requests.min(self.q.queue_depth) {
+                    return None;
+                }
+                self.hctxs[hctx].driver_tags += 1;
+            }
+        }
+        let id = self.rqs.alloc();
+        self.inv.requests_allocated += 1;
+        let use_sched = self.elv.is_some() && !bypass;
+        {
+            let r = &mut self.rqs[id];
+            r.op = b.op;
+            r.sector = b.sector;
+            r.nr_sectors = b.nr_sectors;
+            r.flags = b.flags & (flags::SYNC | flags::FUA | flags::PREFLUSH | flags::PASSTHROUGH | flags::NOMERGE);
+            if self.elv.is_none() {
+                r.flags |= flags::DRIVER_TAG;
+            }
+            if use_sched {
+                r.flags |= flags::USE_SCHED;
+            }
+            r.ioprio = b.ioprio;
+            r.cgroup = b.cgroup;
+            r.pid = b.pid;
+            r.cpu = b.cpu % self.nr_cpus as u16;
+            r.hctx = hctx as u16;
+            r.start_ns = env.now;
+        }
+        // Disk accounting starts when the request is created (blk_account_io_start).
+        self.disk.account(env.now);
+        self.disk.in_flight += 1;
+        if use_sched {
+            self.with_elv(env, |e, ctx| e.prepare_request(ctx, id));
+        }
+        Some(id)
+    }
+
+    /// Run an elevator hook with a fresh context; handles timers and kicks.
+    fn with_elv<R>(&mut self, env: &mut Env, f: impl FnOnce(&mut dyn Elevator, &mut SchedCtx) -> R) -> R {
+        let elv = self.elv.as_deref_mut().expect("elevator attached");
+        let mut ctx = SchedCtx {
+            now: env.now,
+            rqs: &mut self.rqs,
+            q: &self.q,
+            cgroups: &self.cgroups,
+            timers: &mut self.timers,
+            run_queue: false,
+        };
+        let r = f(elv, &mut ctx);
+        let kick = ctx.run_queue;
+        for (at, tok) in self.timers.drain(..) {
+            env.events.push(at, Event::ElvTimer(tok));
+        }
+        if kick {
+            // Run asynchronously (kblockd) to avoid re-entering the elevator.
+            for h in 0..self.hctxs.len() {
+                self.schedule_run(env, h as u16, env.now);
+            }
+        }
+        r
+    }
+
+    /// Insert a new (non-plugged) request, or issue it directly (§1.4).
+    fn queue_request(&mut self, env: &mut Env, rq: RqId, from_schedule: bool) {
+        let hctx = self.rqs[rq].hctx as usize;
+        let r = &self.rqs[rq];
+        if r.op == Op::Flush || r.has(flags::PASSTHROUGH) {
+            self.inv.requests_bypassed += 1;
+            // Flushes go to the head of hctx->dispatch, passthrough to its tail.
+            if r.op == Op::Flush {
+                self.hctxs[hctx].dispatch.push_front(rq);
+            } else {
+                self.hctxs[hctx].dispatch.push_back(rq);
+            }
+            self.run_hw_queue(env, hctx);
+            return;
+        }
+        if self.elv.is_some() {
+            self.elv_insert(env, rq, false);
+            self.run_hw_queue(env, hctx);
+            return;
+        }
+        let sync = r.is_sync();
+        let busy = self.hctxs[hctx].dispatch_busy > 0;
+        if from_schedule || (busy && (self.hctxs.len() == 1 || !sync)) || !self.hctxs[hctx].dispatch.is_empty() {
+            self.ctx_insert(rq);
+            if from_schedule {
+                self.schedule_run(env, hctx as u16, env.now);
+            } else {
+                self.run_hw_queue(env, hctx);
+            }
+        } else {
+            // blk_mq_try_issue_directly: the request already holds its driver tag.
+            if !self.issue(env, rq) {
+                self.hctxs[hctx].dispatch.push_back(rq);
+                self.schedule_run(env, hctx as u16, env.now + RESOURCE_DELAY);
+            }
+        }
+    }
+
+    fn ctx_insert(&mut self, rq: RqId) {
+        let (hctx, cpu) = (self.rqs[rq].hctx as usize, self.rqs[rq].cpu as usize);
+        let slot = self.cpu_slot[cpu] as usize;
+        let h = &mut self.hctxs[hctx];
+        h.ctx_lists[slot].push_back(rq);
+        h.ctx_pending += 1;
+    }
+
+    /// Insert into the elevator (with the insert merge first for schedulers that want it).
+    fn elv_insert(&mut self, env: &mut Env, rq: RqId, at_head: bool) {
+        let (core, insert_merge) = {
+            let e = self.elv.as_ref().expect("elevator");
+            (e.core_merging(), e.insert_merging())
+        };
+        if insert_merge && !at_head && self.try_insert_merge(env, rq) {
+            return;
+        }
+        self.rqs[rq].insert_ns = env.now;
+        self.with_elv(env, |e, ctx| e.insert(ctx, rq, at_head));
+        self.rqs[rq].flags |= flags::IN_ELV | flags::ELV_INSERTED;
+        if core && merge::rq_mergeable(&self.rqs[rq]) {
+            self.hash_add(rq);
+            if self.last_merge == NIL {
+                self.last_merge = rq;
+            }
+        }
+    }
+
+    /// End a plug (`blk_finish_plug`), or flush it because the task sleeps.
+    pub fn finish_plug(&mut self, env: &mut Env, plug: &mut Plug) {
+        self.flush_plug(env, plug, false);
+    }
+
+    fn flush_plug(&mut self, env: &mut Env, plug: &mut Plug, from_schedule: bool) {
+        if plug.rqs.is_empty() {
+            return;
+        }
+        let mut touched: Vec<u16> = Vec::new();
+        for rq in plug.rqs.drain(..) {
+            let hctx = self.rqs[rq].hctx;
+            if self.elv.is_some() {
+                self.elv_insert(env, rq, false);
+            } else if from_schedule || self.hctxs[hctx as usize].dispatch_busy > 0 {
+                self.ctx_insert(rq);
+            } else if !self.issue(env, rq) {
+                self.hctxs[hctx as usize].dispatch.push_back(rq);
+            }
+            if !touched.contains(&hctx) {
+                touched.push(hctx);
+            }
+        }
+        for h in touched {
+            if from_schedule {
+                self.schedule_run(env, h, env.now);
+            } else {
+                self.run_hw_queue(env, h as usize);
+            }
+        }
+    }
+
+    // ----- dispatch ---------------------------------------------------------
+
+    fn schedule_run(&mut self, env: &mut Env, hctx: u16, at: Ns) {
+        let h = &mut self.hctxs[hctx as usize];
+        if h.delayed_run.is_some_and(|t| t <= at) {
+            return;
+        }
+        h.delayed_run = Some(at);
+        env.events.push(at, Event::QueueRun(hctx));
+    }
+
+    /// A delayed queue run fired.
+    pub fn delayed_run(&mut self, env: &mut Env, hctx: u16) {
+        let h = &mut self.hctxs[hctx as usize];
+        if h.delayed_run != Some(env.now) {
+            // Superseded by an earlier run; a later one is still pending if needed.
+            if h.delayed_run.is_some_and(|t| t > env.now) {
+                return;
+            }
+        }
+        h.delayed_run = None;
+        self.run_hw_queue(env, hctx as usize);
+    }
+
+    fn has_pending(&self, hctx: usize) -> bool {
+        let h = &self.hctxs[hctx];
+        !h.dispatch.is_empty()
+            || h.ctx_pending > 0
+            || self.elv.as_ref().is_some_and(|e| e.has_work(hctx as u16))
+    }
+
+    fn driver_tag_free(&self, hctx: usize) -> bool {
+        self.hctxs[hctx].driver_tags < self.q.queue_depth
+    }
+
+    /// Take a driver tag for `rq` if it has none (at dispatch, with an elevator).
+    fn get_driver_tag(&mut self, rq: RqId) -> bool {
+        if self.rqs[rq].has(flags::DRIVER_TAG) {
+            return true;
+        }
+        let h = self.rqs[rq].hctx as usize;
+        if !self.driver_tag_free(h) {
+            return false;
+        }
+        self.hctxs[h].driver_tags += 1;
+        self.rqs[rq].flags |= flags::DRIVER_TAG;
+        true
+    }
+
+    fn put_driver_tag(&mut self, rq: RqId) {
+        if self.rqs[rq].has(flags::DRIVER_TAG) {
+            self.rqs[rq].flags &= !flags::DRIVER_TAG;
+            self.hctxs[self.rqs[rq].hctx as usize].driver_tags -= 1;
+        }
+    }
+
+    /// `queue_rq`: hand a request that holds a driver tag to the device.
+    fn issue(&mut self, env: &mut Env, rq: RqId) -> bool {
+        let r = &self.rqs[rq];
+        let cmd = DeviceCmd {
+            id: rq,
+            op: r.op,
+            sector: r.sector,
+            nr_sectors: r.nr_sectors,
+            hwq: r.hctx,
+            fua: r.has(flags::FUA),
+        };
+        match self.device.submit(env.now, &cmd, &mut self.dev_out) {
+            Submit::Accepted => {
+                self.rqs[rq].dispatch_ns = env.now;
+                self.drain_device_out(env);
+                true
+            }
+            Submit::Busy => {
+                self.drain_device_out(env);
+                false
+            }
+        }
+    }
+
+    fn drain_device_out(&mut self, env: &mut Env) {
+        for (at, id) in self.dev_out.completions.drain(..) {
+            env.events.push(at.max(env.now), Event::DeviceComplete(id));
+        }
+        for (at, tok) in self.dev_out.wakeups.drain(..) {
+            env.events.push(at.max(env.now), Event::DeviceWake(tok));
+        }
+    }
+
+    /// Send requests from the front of `hctx->dispatch`; false if some stay.
+    fn dispatch_list(&mut self, env: &mut Env, hctx: usize) -> bool {
+        while let Some(&rq) = self.hctxs[hctx].dispatch.front() {
+            if !self.get_driver_tag(rq) {
+                self.hctxs[hctx].update_busy(true);
+                return false;
+            }
+            if !self.issue(env, rq) {
+                if self.elv.is_some() {
+                    self.put_driver_tag(rq);
+                }
+                self.hctxs[hctx].update_busy(true);
+                self.schedule_run(env, hctx as u16, env.now + RESOURCE_DELAY);
+                return false;
+            }
+            self.hctxs[hctx].dispatch.pop_front();
+        }
+        true
+    }
+
+    /// `blk_mq_run_hw_queue` → `blk_mq_sched_dispatch_requests`, inline.
+    pub fn run_hw_queue(&mut self, env: &mut Env, hctx: usize) {
+        if self.frozen && self.pending_switch.is_some() && self.rqs.live() == 0 {
+            return;
+        }
+        if !self.has_pending(hctx) {
+            return;
+        }
+        // 1. hctx->dispatch first; while it holds requests the elevator is not asked.
+        if !self.dispatch_list(env, hctx) {
+            return;
+        }
+        if self.elv.is_some() {
+            self.dispatch_sched(env, hctx);
+        } else {
+            self.dispatch_ctxs(env, hctx);
+        }
+    }
+
+    fn dispatch_sched(&mut self, env: &mut Env, hctx: usize) {
+        let budget = self.device.limits().budget;
+        // Pull one request per round when busy, else up to nr_requests (v6.17).
+        let max = if self.hctxs[hctx].dispatch_busy > 0 { 1 } else { self.q.nr_requests };
+        let mut pulled = 0;
+        let mut all_sent = true;
+        loop {
+            if pulled >= max {
+                // More may follow: run again asynchronously.
+                if self.has_pending(hctx) {
+                    self.schedule_run(env, hctx as u16, env.now);
+                }
+                break;
+            }
+            if !self.elv.as_ref().is_some_and(|e| e.has_work(hctx as u16)) {
+                break;
+            }
+            // SCSI budget: do not ask the scheduler while the device is full.
+            if budget && !self.driver_tag_free(hctx) {
+                all_sent = false;
+                break;
+            }
+            let rq = self.with_elv(env, |e, ctx| e.dispatch(ctx, hctx as u16));
+            let Some(rq) = rq else {
+                // NULL dispatch while has_work: re-run after 3 ms (mq-deadline
+                // priority blocking, kyber out of tokens).
+                if self.elv.as_ref().is_some_and(|e| e.has_work(hctx as u16)) {
+                    self.schedule_run(env, hctx as u16, env.now + RESOURCE_DELAY);
+                }
+                break;
+            };
+            pulled += 1;
+            self.leave_elevator(rq);
+            let target = self.rqs[rq].hctx as usize;
+            if !self.get_driver_tag(rq) {
+                // Stop pulling; the request waits on hctx->dispatch with its sched tag.
+                self.hctxs[target].dispatch.push_back(rq);
+                all_sent = false;
+                break;
+            }
+            if !self.issue(env, rq) {
+                self.put_driver_tag(rq);
+                self.hctxs[target].dispatch.push_back(rq);
+                self.schedule_run(env, target as u16, env.now + RESOURCE_DELAY);
+                all_sent = false;
+                break;
+            }
+        }
+        self.hctxs[hctx].update_busy(!all_sent);
+    }
+
+    /// The request leaves the elevator: no longer mergeable.
+    fn leave_elevator(&mut self, rq: RqId) {
+        self.hash_del(rq);
+        if self.last_merge == rq {
+            self.last_merge = NIL;
+        }
+        let r = &mut self.rqs[rq];
+        r.flags &= !flags::IN_ELV;
+        r.flags |= flags::STARTED;
+    }
+
+    /// No elevator: splice the software queues, or one at a time when busy.
+    fn dispatch_ctxs(&mut self, env: &mut Env, hctx: usize) {
+        let busy = self.hctxs[hctx].dispatch_busy > 0;
+        let nctx = self.hctxs[hctx].ctx_lists.len();
+        let mut all_sent = true;
+        'outer: while self.hctxs[hctx].ctx_pending > 0 {
+            for i in 0..nctx {
+                let slot = if busy { (self.hctxs[hctx].dispatch_from + i) % nctx } else { i };
+                loop {
+                    let Some(&rq) = self.hctxs[hctx].ctx_lists[slot].front() else { break };
+                    if !self.issue(env, rq) {
+                        all_sent = false;
+                        self.schedule_run(env, hctx as u16, env.now + RESOURCE_DELAY);
+                        break 'outer;
+                    }
+                    let h = &mut self.hctxs[hctx];
+                    h.ctx_lists[slot].pop_front();
+                    h.ctx_pending -= 1;
+                    if busy {
+                        // Round-robin: one request, then the next software queue.
+                        h.dispatch_from = (slot + 1) % nctx;
+                        break;
+                    }
+                }
+            }
+        }
+        self.hctxs[hctx].update_busy(!all_sent);
+    }
+
+    // ----- completion -------------------------------------------------------
+
+    /// The device completed `rq`.
+    pub fn device_complete(&mut self, env: &mut Env, rq: RqId) {
+        let (op, sectors, start, hctx, use_sched) = {
+            let r = &self.rqs[rq];
+            (r.op, r.nr_sectors, r.start_ns, r.hctx as usize, r.has(flags::USE_SCHED))
+        };
+        self.inv.requests_completed += 1;
+        if op != Op::Flush {
+            let d = op.dir();
+            self.disk.ios[d] += 1;
+            self.disk.sectors[d] += sectors as u64;
+            self.disk.ticks_ns[d] += env.now - start;
+        }
+        if use_sched {
+            self.with_elv(env, |e, ctx| {
+                e.completed_request(ctx, rq);
+            });
+        }
+        self.end_bios(env, rq);
+        self.free_request(env, rq, use_sched);
+        self.device.completed(env.now, rq, &mut self.dev_out);
+        self.drain_device_out(env);
+        if self.frozen {
+            self.try_switch(env);
+            if self.frozen {
+                // Keep draining whatever is still queued.
+                for h in 0..self.hctxs.len() {
+                    self.run_hw_queue(env, h);
+                }
+                return;
+            }
+        }
+        // Restart: a freed tag may let this queue (or a shared scheduler) go on.
+        if self.elv.as_ref().is_some_and(|e| e.single_queue()) && self.hctxs.len() > 1 {
+            for h in 0..self.hctxs.len() {
+                self.run_hw_queue(env, h);
+            }
+        } else {
+            self.run_hw_queue(env, hctx);
+        }
+    }
+
+    fn end_bios(&mut self, env: &mut Env, rq: RqId) {
+        let mut b = self.rqs[rq].bio_head;
+        while b != u32::MAX {
+            let bio = self.bios[b as usize];
+            env.done.push(BioDone { owner: bio.owner, at: env.now });
+            self.inv.bios_completed += 1;
+            self.bio_free.push(b);
+            b = bio.next;
+        }
+        let r = &mut self.rqs[rq];
+        r.bio_head = u32::MAX;
+        r.bio_tail = u32::MAX;
+    }
+
+    /// Release tags and the request (`blk_mq_free_request`), waking one sleeper.
+    fn free_request(&mut self, env: &mut Env, rq: RqId, use_sched: bool) {
+        if use_sched {
+            self.with_elv(env, |e, ctx| e.finish_request(ctx, rq));
+        }
+        self.disk.account(env.now);
+        self.disk.in_flight -= 1;
+        let hctx = self.rqs[rq].hctx as usize;
+        let sync = self.rqs[rq].is_sync();
+        self.put_driver_tag(rq);
+        match &self.elv {
+            Some(e) if e.legacy() => self.legacy_used[if sync { 0 } else { 1 }] -= 1,
+            Some(_) => self.hctxs[hctx].sched_tags -= 1,
+            None => {}
+        }
+        self.rqs.free(rq);
+        if let Some(pid) = self.hctxs[hctx].tag_waiters.pop_front() {
+            env.woken.push(pid);
+        }
+    }
+
+    // ----- timers and switching ----------------------------------------------
+
+    /// An elevator timer fired.
+    pub fn elv_timer(&mut self, env: &mut Env, token: u64) {
+        if self.elv.is_none() {
+            return;
+        }
+        self.with_elv(env, |e, ctx| e.timer(ctx, token));
+        for h in 0..self.hctxs.len() {
+            self.run_hw_queue(env, h);
+        }
+    }
+
+    /// An internal device wake-up.
+    pub fn device_wake(&mut self, env: &mut Env, token: u64) {
+        self.device.wakeup(env.now, token, &mut self.dev_out);
+        self.drain_device_out(env);
+    }
+
+    /// `echo NAME > queue/scheduler`: freeze, drain, switch, unfreeze.
+    pub fn request_switch(&mut self, env: &mut Env, name: &str) -> Result<(), String> {
+        sched::create(name)?; // validate before freezing, as the kernel loads the module first
+        if name.trim() == self.scheduler_name() {
+            // Same scheduler: nothing happens, tunables are not reset.
+            return Ok(());
+        }
+        self.frozen = true;
+        self.pending_switch = Some(name.trim().to_string());
+        self.try_switch(env);
+        Ok(())
+    }
+
+    fn try_switch(&mut self, env: &mut Env) {
+        if self.rqs.live() != 0 {
+            return;
+        }
+        let Some(name) = self.pending_switch.take() else { return };
+        let elv = sched::create(&name).expect("validated at request");
+        if let Err(e) = self.attach(elv) {
+            // A failed init leaves the queue without a scheduler, as the kernel does.
+            eprintln!("elevator: switch to {name} failed ({e}); the queue is left with none");
+            self.attach(None).expect("none always attaches");
+        }
+        self.inv.switches += 1;
+        self.frozen = false;
+        env.woken.append(&mut self.freeze_waiters);
+        for h in self.hctxs.iter_mut() {
+            env.woken.extend(h.tag_waiters.drain(..));
+        }
+    }
+
+    pub fn is_frozen(&self) -> bool {
+        self.frozen
+    }
+
+    /// Requests allocated and not yet freed (queued, plugged or at the device).
+    pub fn live_requests(&self) -> u32 {
+        self.rqs.live()
+    }
+}
