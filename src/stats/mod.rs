@@ -2,72 +2,852 @@
 //! with fio's log-linear latency histogram (percentiles match fio's), bw/iops
 //! samples every `bwavgtime`, io depth distributions. Constant memory for any
 //! run length.
+//!
+//! How the simulator drives a job's stats (mirrors where fio counts):
+//! - `begin(now)` when measurement starts (job start, or end of `ramp_time`).
+//! - `record_submit(nr, depth)` per submit call: `nr` I/Os sent, `depth` the
+//!   job's I/Os in flight after it. Sync engines call `record_submit(1, 1)`
+//!   and `record_complete(1)` for every I/O, as fio does for engines without
+//!   a commit hook (that is what gives "submit: 4=100.0%").
+//! - `record_complete(nr)` per reap call.
+//! - `record_io` per completed read/write/trim, `record_sync` per fsync.
+//! - `end(now)` when the job finishes.
+
+pub mod hist;
+mod ld;
+
+pub use hist::Histogram;
 
 use crate::job::{Ddir, JobSpec};
-use crate::sim::time::Ns;
+use crate::sim::time::{Ns, NS_PER_MS};
+
+/// fio's `struct io_stat`: running min/max/mean and sum of squared
+/// deviations (Welford), updated exactly as fio's `add_stat_sample` does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IoStat {
+    pub min: u64,
+    pub max: u64,
+    pub mean: f64,
+    /// Sum of squared deviations from the mean (fio's `S`).
+    pub s: f64,
+    pub samples: u64,
+}
+
+impl Default for IoStat {
+    fn default() -> Self {
+        IoStat::new()
+    }
+}
+
+impl IoStat {
+    pub fn new() -> IoStat {
+        IoStat {
+            min: u64::MAX,
+            max: 0,
+            mean: 0.0,
+            s: 0.0,
+            samples: 0,
+        }
+    }
+
+    #[inline]
+    pub fn add(&mut self, data: u64) {
+        let val = data as f64;
+        if data > self.max {
+            self.max = data;
+        }
+        if data < self.min {
+            self.min = data;
+        }
+        let delta = val - self.mean;
+        // fio skips the update when delta is 0; same floating-point result
+        // order as fio so means/stddevs print identically.
+        if delta != 0.0 {
+            self.mean += delta / (self.samples as f64 + 1.0);
+            self.s += delta * (val - self.mean);
+        }
+        self.samples += 1;
+    }
+
+    /// fio's `sum_stat`: latencies merge as one population (parallel
+    /// Welford); bw/iops (`pure_sum`) are added up field by field, because a
+    /// group's bandwidth is the sum of its jobs' bandwidths.
+    pub fn merge(&mut self, src: &IoStat, pure_sum: bool) {
+        if src.samples == 0 {
+            return;
+        }
+        let first = self.samples == 0;
+        if pure_sum {
+            if first {
+                *self = src.clone();
+            } else {
+                self.min += src.min;
+                self.max += src.max;
+                self.samples += src.samples;
+                self.mean += src.mean;
+                self.s += src.s;
+            }
+            return;
+        }
+        self.min = self.min.min(src.min);
+        self.max = self.max.max(src.max);
+        let (mean, s) = if first {
+            (src.mean, src.s)
+        } else {
+            let delta = src.mean - self.mean;
+            let n_d = self.samples as f64;
+            let n_s = src.samples as f64;
+            let mean = (src.mean * n_s + self.mean * n_d) / (n_d + n_s);
+            let s = src.s + self.s + delta.powi(2) * (n_d * n_s) / (n_d + n_s);
+            (mean, s)
+        };
+        self.samples += src.samples;
+        self.mean = mean;
+        self.s = s;
+    }
+
+    /// fio's `calc_lat`: `(min, max, mean, stddev)` or None without samples.
+    /// Stddev is the sample standard deviation, sqrt(S / (n - 1)).
+    pub fn calc(&self) -> Option<(u64, u64, f64, f64)> {
+        if self.samples == 0 {
+            return None;
+        }
+        let n = self.samples as f64;
+        let dev = if n > 1.0 {
+            (self.s / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
+        Some((self.min, self.max, self.mean, dev))
+    }
+}
+
+/// Which latency a histogram / percentile list is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatKind {
+    Slat,
+    Clat,
+    Lat,
+}
+
+/// Per data direction (fio keeps these arrays indexed by ddir).
+#[derive(Clone, Debug, Default)]
+pub struct DirStats {
+    pub io_bytes: u64,
+    /// I/Os completed (fio's `total_io_u`, "issued rwts").
+    pub total_ios: u64,
+    pub short_ios: u64,
+    pub drop_ios: u64,
+    pub slat: IoStat,
+    pub clat: IoStat,
+    pub lat: IoStat,
+    /// KiB/s samples, one per `bwavgtime` window with I/O.
+    pub bw: IoStat,
+    /// IOPS samples, one per `iopsavgtime` window with I/O.
+    pub iops: IoStat,
+    pub slat_hist: Histogram,
+    pub clat_hist: Histogram,
+    pub lat_hist: Histogram,
+    /// fio's `runtime[ddir]`: ms, rounded up from µs; 0 if no bytes moved.
+    pub runtime_ms: u64,
+    /// The same in ns, unrounded.
+    pub runtime_ns: Ns,
+}
+
+/// Options that shape what is collected and how it is printed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatOptions {
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
+    pub slat_percentiles: bool,
+    /// Sorted, at most 20, no zeros (fio's prepared `percentile_list`).
+    pub percentile_list: Vec<f64>,
+    /// Digits after the point when printing percentile names.
+    pub percentile_precision: u32,
+    pub bwavgtime_ms: u64,
+    pub iopsavgtime_ms: u64,
+    /// fio's `latency_depth` (the queue depth in use: `iodepth` when no
+    /// latency target is set).
+    pub latency_depth: u32,
+    pub latency_target: u64,
+    pub latency_window: u64,
+    pub latency_percentile: f64,
+}
+
+/// One averaging window series (fio's `__add_samples` for bw or iops).
+/// Windows are aligned to the measurement start. A window's samples are held
+/// back until the next boundary (or `end`) so that the last boundary only
+/// counts if it lies at least `LOG_MSEC_SLACK` (1 ms) before the job ended:
+/// fio's helper thread takes samples slightly after each boundary and misses
+/// one that coincides with the end of the run (runtime=120s gives 239
+/// samples with bwavgtime=500).
+#[derive(Clone, Debug)]
+struct Window {
+    period: Ns,
+    /// Next boundary, `u64::MAX` when sampling is off.
+    next_at: Ns,
+    /// Units (bytes or I/Os) completed since the last boundary, per ddir.
+    acc: [u64; 3],
+    /// Closed window awaiting commit: (boundary, units per ddir).
+    pending: Option<(Ns, [u64; 3])>,
+    /// bw windows report KiB/s, iops windows I/Os per second.
+    is_kb: bool,
+}
+
+impl Window {
+    fn new(period_ms: u64, start: Ns, is_kb: bool) -> Window {
+        let period = period_ms.saturating_mul(NS_PER_MS);
+        Window {
+            period,
+            next_at: if period == 0 {
+                u64::MAX
+            } else {
+                start.saturating_add(period)
+            },
+            acc: [0; 3],
+            pending: None,
+            is_kb,
+        }
+    }
+
+    fn commit(&mut self, out: &mut [DirStats; 3]) {
+        let Some((_, units)) = self.pending.take() else {
+            return;
+        };
+        let spent_ms = self.period / NS_PER_MS;
+        for (d, delta) in units.iter().enumerate() {
+            // fio adds no sample for a window without I/O in that direction.
+            if *delta == 0 {
+                continue;
+            }
+            let rate = if self.is_kb {
+                delta * 1000 / spent_ms / 1024
+            } else {
+                delta * 1000 / spent_ms
+            };
+            let stat = if self.is_kb {
+                &mut out[d].bw
+            } else {
+                &mut out[d].iops
+            };
+            stat.add(rate);
+        }
+    }
+
+    /// Close every boundary at or before `now`.
+    fn roll(&mut self, now: Ns, out: &mut [DirStats; 3]) {
+        if now < self.next_at {
+            return;
+        }
+        self.commit(out);
+        self.pending = Some((self.next_at, self.acc));
+        self.acc = [0; 3];
+        let after = self.next_at.saturating_add(self.period);
+        if now >= after {
+            // A gap without completions: the skipped windows are empty, so
+            // commit the one just closed and jump past them.
+            self.commit(out);
+            let n = (now - self.next_at) / self.period;
+            self.next_at = self.next_at.saturating_add((n + 1) * self.period);
+        } else {
+            self.next_at = after;
+        }
+    }
+
+    fn finish(&mut self, now: Ns, out: &mut [DirStats; 3]) {
+        self.roll(now, out);
+        if let Some((b, _)) = self.pending {
+            if b.saturating_add(NS_PER_MS) <= now {
+                self.commit(out);
+            } else {
+                self.pending = None;
+            }
+        }
+    }
+}
 
 /// Everything fio reports for one job (or one group, after `merge`).
 #[derive(Clone, Debug)]
-pub struct JobStats {}
+pub struct JobStats {
+    pub dirs: [DirStats; 3],
+    pub sync: IoStat,
+    pub sync_hist: Histogram,
+    /// fsync/fdatasync calls (fio's `total_io_u[DDIR_SYNC]`).
+    pub sync_total: u64,
+    /// Depth at submit, buckets 1,2,4,8,16,32,>=64 (fio's `io_u_map`).
+    pub io_u_map: [u64; 7],
+    /// I/Os per submit call, buckets 0,4,8,16,32,64,>64.
+    pub io_u_submit: [u64; 7],
+    /// I/Os per reap call, same buckets.
+    pub io_u_complete: [u64; 7],
+    pub total_submit: u64,
+    pub total_complete: u64,
+    /// Completion latency distribution (fio's `io_u_lat_n/u/m`, from clat).
+    pub lat_n: [u64; 10],
+    pub lat_u: [u64; 10],
+    pub lat_m: [u64; 12],
+    /// fio's `total_run_time` (JSON `job_runtime`): ms, rounded down.
+    pub total_run_time_ms: u64,
+    /// CPU accounting; the simulator does not model it (stays 0).
+    pub usr_time_ms: u64,
+    pub sys_time_ms: u64,
+    pub ctx: u64,
+    pub majf: u64,
+    pub minf: u64,
+    /// Jobs folded into this (fio's `members`).
+    pub members: u32,
+    pub opts: StatOptions,
+    start: Ns,
+    /// Earliest of the two windows' next boundaries (hot-path check).
+    next_sample_at: Ns,
+    bw_win: Window,
+    iops_win: Window,
+}
+
+#[inline]
+fn depth_bucket(depth: u32) -> usize {
+    // fio's io_u_mark_depth (on cur_depth); 0 falls in the default bucket.
+    match depth {
+        1 => 0,
+        2..=3 => 1,
+        4..=7 => 2,
+        8..=15 => 3,
+        16..=31 => 4,
+        32..=63 => 5,
+        _ => 6,
+    }
+}
+
+#[inline]
+fn batch_bucket(nr: u32) -> usize {
+    // fio's __io_u_mark_map.
+    match nr {
+        0 => 0,
+        1..=4 => 1,
+        5..=8 => 2,
+        9..=16 => 3,
+        17..=32 => 4,
+        33..=64 => 5,
+        _ => 6,
+    }
+}
+
+#[inline]
+fn lat_bucket(v: u64) -> usize {
+    // fio's io_u_mark_lat_{nsec,usec,msec} (the first 10 buckets are shared).
+    match v {
+        0..=1 => 0,
+        2..=3 => 1,
+        4..=9 => 2,
+        10..=19 => 3,
+        20..=49 => 4,
+        50..=99 => 5,
+        100..=249 => 6,
+        250..=499 => 7,
+        500..=749 => 8,
+        750..=999 => 9,
+        1000..=1999 => 10,
+        _ => 11,
+    }
+}
 
 impl JobStats {
     pub fn new(spec: &JobSpec) -> JobStats {
-        let _ = spec;
-        todo!("stats")
+        let list = match &spec.percentile_list {
+            Some(l) => hist::prepare_list(l),
+            None => hist::DEFAULT_PERCENTILES.to_vec(),
+        };
+        let precision = hist::list_precision(&list);
+        let opts = StatOptions {
+            clat_percentiles: spec.clat_percentiles,
+            lat_percentiles: spec.lat_percentiles,
+            slat_percentiles: spec.slat_percentiles,
+            percentile_list: list,
+            percentile_precision: precision,
+            bwavgtime_ms: spec.bwavgtime_ms,
+            iopsavgtime_ms: spec.iopsavgtime_ms,
+            latency_depth: spec.iodepth,
+            latency_target: 0,
+            latency_window: 0,
+            latency_percentile: 100.0,
+        };
+        JobStats::with_options(opts)
     }
+
+    /// Empty stats with explicit options (lab mode, tests).
+    pub fn with_options(opts: StatOptions) -> JobStats {
+        let bw_win = Window::new(opts.bwavgtime_ms, 0, true);
+        let iops_win = Window::new(opts.iopsavgtime_ms, 0, false);
+        JobStats {
+            dirs: Default::default(),
+            sync: IoStat::new(),
+            sync_hist: Histogram::new(),
+            sync_total: 0,
+            io_u_map: [0; 7],
+            io_u_submit: [0; 7],
+            io_u_complete: [0; 7],
+            total_submit: 0,
+            total_complete: 0,
+            lat_n: [0; 10],
+            lat_u: [0; 10],
+            lat_m: [0; 12],
+            total_run_time_ms: 0,
+            usr_time_ms: 0,
+            sys_time_ms: 0,
+            ctx: 0,
+            majf: 0,
+            minf: 0,
+            members: 1,
+            start: 0,
+            next_sample_at: bw_win.next_at.min(iops_win.next_at),
+            bw_win,
+            iops_win,
+            opts,
+        }
+    }
+
     /// Measurement starts (job start, or end of ramp_time); resets counters.
     pub fn begin(&mut self, now: Ns) {
-        let _ = now;
-        todo!("stats")
+        let mut fresh = JobStats::with_options(self.opts.clone());
+        fresh.members = self.members;
+        fresh.start = now;
+        fresh.bw_win = Window::new(self.opts.bwavgtime_ms, now, true);
+        fresh.iops_win = Window::new(self.opts.iopsavgtime_ms, now, false);
+        fresh.next_sample_at = fresh.bw_win.next_at.min(fresh.iops_win.next_at);
+        *self = fresh;
     }
+
     /// One completed I/O. `slat` is None for sync engines (fio does not measure it).
-    pub fn record_io(&mut self, ddir: Ddir, bytes: u64, slat: Option<Ns>, clat: Ns, lat: Ns, now: Ns) {
-        let _ = (ddir, bytes, slat, clat, lat, now);
-        todo!("stats")
+    #[inline]
+    pub fn record_io(
+        &mut self,
+        ddir: Ddir,
+        bytes: u64,
+        slat: Option<Ns>,
+        clat: Ns,
+        lat: Ns,
+        now: Ns,
+    ) {
+        if now >= self.next_sample_at {
+            self.roll_windows(now);
+        }
+        let d = ddir.index();
+        let o = &self.opts;
+        let ds = &mut self.dirs[d];
+        ds.io_bytes += bytes;
+        ds.total_ios += 1;
+        if let Some(s) = slat {
+            ds.slat.add(s);
+            if o.slat_percentiles {
+                ds.slat_hist.add(s);
+            }
+        }
+        ds.clat.add(clat);
+        if o.clat_percentiles {
+            ds.clat_hist.add(clat);
+        }
+        ds.lat.add(lat);
+        if o.lat_percentiles {
+            ds.lat_hist.add(lat);
+        }
+        // fio's io_u_mark_latency uses the completion latency.
+        if clat < 1000 {
+            self.lat_n[lat_bucket(clat)] += 1;
+        } else if clat < 1_000_000 {
+            self.lat_u[lat_bucket(clat / 1000)] += 1;
+        } else {
+            self.lat_m[lat_bucket(clat / 1_000_000)] += 1;
+        }
+        self.bw_win.acc[d] += bytes;
+        self.iops_win.acc[d] += 1;
     }
+
+    #[cold]
+    fn roll_windows(&mut self, now: Ns) {
+        self.bw_win.roll(now, &mut self.dirs);
+        self.iops_win.roll(now, &mut self.dirs);
+        self.next_sample_at = self.bw_win.next_at.min(self.iops_win.next_at);
+    }
+
     /// One completed fsync/fdatasync (`sync` object: total_ios, lat_ns).
     pub fn record_sync(&mut self, lat: Ns) {
-        let _ = lat;
-        todo!("stats")
+        self.sync.add(lat);
+        self.sync_hist.add(lat);
+        self.sync_total += 1;
     }
+
     /// One submit call that sent `nr` I/Os; `depth` is the job's queue depth
     /// (I/Os in flight) after it.
+    #[inline]
     pub fn record_submit(&mut self, nr: u32, depth: u32) {
-        let _ = (nr, depth);
-        todo!("stats")
+        // fio's td_io_commit marks `nr` I/Os at the current depth, and the
+        // engine's commit marks one submit call of `nr`.
+        self.io_u_map[depth_bucket(depth)] += nr as u64;
+        self.io_u_submit[batch_bucket(nr)] += 1;
+        self.total_submit += 1;
     }
+
     /// One reap call that collected `nr` completions.
+    #[inline]
     pub fn record_complete(&mut self, nr: u32) {
-        let _ = nr;
-        todo!("stats")
+        self.io_u_complete[batch_bucket(nr)] += 1;
+        self.total_complete += 1;
     }
+
     /// Measurement ends (job finished).
     pub fn end(&mut self, now: Ns) {
-        let _ = now;
-        todo!("stats")
+        let now = now.max(self.start);
+        self.bw_win.finish(now, &mut self.dirs);
+        self.iops_win.finish(now, &mut self.dirs);
+        self.next_sample_at = u64::MAX;
+        let elapsed = now - self.start;
+        // fio: runtime[ddir] = (elapsed_us + 999) / 1000, for directions that
+        // moved bytes; total_run_time = mtime_since (rounded down).
+        let elapsed_us = elapsed / 1000;
+        for ds in self.dirs.iter_mut() {
+            if ds.io_bytes > 0 {
+                ds.runtime_ms = elapsed_us.div_ceil(1000);
+                ds.runtime_ns = elapsed;
+            }
+        }
+        self.total_run_time_ms = elapsed / NS_PER_MS;
     }
+
     /// Fold another job's stats into this one (group_reporting).
     pub fn merge(&mut self, other: &JobStats) {
-        let _ = other;
-        todo!("stats")
+        // fio's sum_thread_stats.
+        for (dst, src) in self.dirs.iter_mut().zip(other.dirs.iter()) {
+            dst.clat.merge(&src.clat, false);
+            dst.slat.merge(&src.slat, false);
+            dst.lat.merge(&src.lat, false);
+            dst.bw.merge(&src.bw, true);
+            dst.iops.merge(&src.iops, true);
+            dst.io_bytes += src.io_bytes;
+            dst.runtime_ms = dst.runtime_ms.max(src.runtime_ms);
+            dst.runtime_ns = dst.runtime_ns.max(src.runtime_ns);
+            dst.total_ios += src.total_ios;
+            dst.short_ios += src.short_ios;
+            dst.drop_ios += src.drop_ios;
+            dst.slat_hist.merge(&src.slat_hist);
+            dst.clat_hist.merge(&src.clat_hist);
+            dst.lat_hist.merge(&src.lat_hist);
+        }
+        self.sync.merge(&other.sync, false);
+        self.sync_hist.merge(&other.sync_hist);
+        self.sync_total += other.sync_total;
+        self.usr_time_ms += other.usr_time_ms;
+        self.sys_time_ms += other.sys_time_ms;
+        self.ctx += other.ctx;
+        self.majf += other.majf;
+        self.minf += other.minf;
+        for k in 0..7 {
+            self.io_u_map[k] += other.io_u_map[k];
+            self.io_u_submit[k] += other.io_u_submit[k];
+            self.io_u_complete[k] += other.io_u_complete[k];
+        }
+        for (d, s) in self.lat_n.iter_mut().zip(other.lat_n.iter()) {
+            *d += s;
+        }
+        for (d, s) in self.lat_u.iter_mut().zip(other.lat_u.iter()) {
+            *d += s;
+        }
+        for (d, s) in self.lat_m.iter_mut().zip(other.lat_m.iter()) {
+            *d += s;
+        }
+        self.total_run_time_ms += other.total_run_time_ms;
+        self.total_submit += other.total_submit;
+        self.total_complete += other.total_complete;
+        self.members += other.members;
+        // fio copies these per job; the last job of the group wins.
+        self.opts.latency_depth = other.opts.latency_depth;
+        self.opts.latency_target = other.opts.latency_target;
+        self.opts.latency_window = other.opts.latency_window;
+        self.opts.latency_percentile = other.opts.latency_percentile;
     }
+
     /// Total I/Os completed per direction (for tests and tables).
     pub fn total_ios(&self, ddir: Ddir) -> u64 {
-        let _ = ddir;
-        todo!("stats")
+        self.dirs[ddir.index()].total_ios
     }
+
     /// Mean total latency (lat) in ns per direction, 0 when none.
     pub fn lat_mean_ns(&self, ddir: Ddir) -> f64 {
-        let _ = ddir;
-        todo!("stats")
+        let s = &self.dirs[ddir.index()].lat;
+        if s.samples == 0 {
+            0.0
+        } else {
+            s.mean
+        }
     }
+
     /// Measured runtime in ns (fio's per-direction runtime, max over directions).
     pub fn runtime_ns(&self) -> Ns {
-        todo!("stats")
+        self.dirs.iter().map(|d| d.runtime_ns).max().unwrap_or(0)
     }
+
     /// Bytes per direction.
     pub fn io_bytes(&self, ddir: Ddir) -> u64 {
-        let _ = ddir;
-        todo!("stats")
+        self.dirs[ddir.index()].io_bytes
+    }
+
+    /// Percentiles of one latency kind as fio computes them: `(percent,
+    /// value ns)` for the prepared percentile list, empty when that kind's
+    /// percentiles are off or there are no samples.
+    pub fn percentiles(&self, kind: LatKind, ddir: Ddir) -> Vec<(f64, u64)> {
+        let ds = &self.dirs[ddir.index()];
+        let (on, stat, h) = match kind {
+            LatKind::Slat => (self.opts.slat_percentiles, &ds.slat, &ds.slat_hist),
+            LatKind::Clat => (self.opts.clat_percentiles, &ds.clat, &ds.clat_hist),
+            LatKind::Lat => (self.opts.lat_percentiles, &ds.lat, &ds.lat_hist),
+        };
+        if !on || stat.samples == 0 {
+            return Vec::new();
+        }
+        let list = &self.opts.percentile_list;
+        list.iter()
+            .copied()
+            .zip(h.percentiles(stat.samples, list))
+            .collect()
+    }
+
+    /// Sync (fsync) latency percentiles.
+    pub fn sync_percentiles(&self) -> Vec<(f64, u64)> {
+        if self.sync.samples == 0 {
+            return Vec::new();
+        }
+        let list = &self.opts.percentile_list;
+        list.iter()
+            .copied()
+            .zip(self.sync_hist.percentiles(self.sync.samples, list))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::JobSpec;
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    #[test]
+    fn welford_matches_naive() {
+        let mut st = IoStat::new();
+        let mut seed = 7;
+        let vals: Vec<u64> = (0..10_000)
+            .map(|_| 1000 + lcg(&mut seed) % 50_000)
+            .collect();
+        for v in &vals {
+            st.add(*v);
+        }
+        let n = vals.len() as f64;
+        let mean = vals.iter().map(|v| *v as f64).sum::<f64>() / n;
+        let var = vals.iter().map(|v| (*v as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        let (min, max, m, dev) = st.calc().unwrap();
+        assert_eq!(min, *vals.iter().min().unwrap());
+        assert_eq!(max, *vals.iter().max().unwrap());
+        assert!((m - mean).abs() / mean < 1e-12);
+        assert!((dev - var.sqrt()).abs() / var.sqrt() < 1e-9);
+        assert_eq!(IoStat::new().calc(), None);
+        let mut one = IoStat::new();
+        one.add(5);
+        assert_eq!(one.calc(), Some((5, 5, 5.0, 0.0)));
+    }
+
+    #[test]
+    fn latency_merge_equals_one_population() {
+        let mut seed = 99;
+        let (mut a, mut b, mut all) = (IoStat::new(), IoStat::new(), IoStat::new());
+        for i in 0..5000 {
+            let v = lcg(&mut seed) % 1_000_000;
+            if i % 3 == 0 { &mut a } else { &mut b }.add(v);
+            all.add(v);
+        }
+        a.merge(&b, false);
+        let (x, y) = (a.calc().unwrap(), all.calc().unwrap());
+        assert_eq!((x.0, x.1), (y.0, y.1));
+        assert!((x.2 - y.2).abs() / y.2 < 1e-12);
+        assert!((x.3 - y.3).abs() / y.3 < 1e-9);
+        assert_eq!(a.samples, 5000);
+    }
+
+    #[test]
+    fn bw_merge_is_pure_sum() {
+        let (mut a, mut b) = (IoStat::new(), IoStat::new());
+        for v in [100, 200] {
+            a.add(v);
+        }
+        for v in [10, 30, 50] {
+            b.add(v);
+        }
+        a.merge(&b, true);
+        assert_eq!((a.min, a.max, a.samples), (110, 250, 5));
+        assert_eq!(a.mean, 150.0 + 30.0);
+    }
+
+    fn spec() -> JobSpec {
+        let mut s = JobSpec::with_defaults("t");
+        s.lat_percentiles = true;
+        s
+    }
+
+    /// Record the same deterministic stream into one JobStats, or split
+    /// round-robin over `n` (as numjobs would); returns them ended.
+    fn run(n: usize) -> Vec<JobStats> {
+        let sp = spec();
+        let mut v: Vec<JobStats> = (0..n).map(|_| JobStats::new(&sp)).collect();
+        for s in v.iter_mut() {
+            s.begin(0);
+        }
+        let mut seed = 3;
+        let mut now = 0;
+        for i in 0..20_000usize {
+            now += 100_000 + lcg(&mut seed) % 200_000;
+            let clat = 20_000 + lcg(&mut seed) % 2_000_000;
+            let slat = 1_000 + lcg(&mut seed) % 5_000;
+            let ddir = if i % 4 == 0 { Ddir::Write } else { Ddir::Read };
+            let s = &mut v[i % n];
+            s.record_submit(1, 1);
+            s.record_io(ddir, 4096, Some(slat), clat, clat + slat, now);
+            s.record_complete(1);
+            if i % 100 == 0 {
+                s.record_sync(50_000 + i as u64);
+            }
+        }
+        for s in v.iter_mut() {
+            s.end(now);
+        }
+        v
+    }
+
+    #[test]
+    fn merge_equals_recording_everything_into_one() {
+        let one = run(1).remove(0);
+        let parts = run(4);
+        let mut m = parts[0].clone();
+        for p in &parts[1..] {
+            m.merge(p);
+        }
+        for d in Ddir::ALL {
+            let (a, b) = (&one.dirs[d.index()], &m.dirs[d.index()]);
+            assert_eq!(a.io_bytes, b.io_bytes);
+            assert_eq!(a.total_ios, b.total_ios);
+            assert_eq!(a.clat_hist, b.clat_hist);
+            assert_eq!(a.lat_hist, b.lat_hist);
+            assert_eq!(a.runtime_ms, b.runtime_ms);
+            assert_eq!(a.clat.samples, b.clat.samples);
+            assert_eq!((a.clat.min, a.clat.max), (b.clat.min, b.clat.max));
+            if a.clat.samples > 0 {
+                assert!((a.clat.mean - b.clat.mean).abs() < 1e-6);
+            }
+            assert_eq!(
+                one.percentiles(LatKind::Clat, d),
+                m.percentiles(LatKind::Clat, d)
+            );
+            assert_eq!(
+                one.percentiles(LatKind::Lat, d),
+                m.percentiles(LatKind::Lat, d)
+            );
+        }
+        assert_eq!(one.sync_hist, m.sync_hist);
+        assert_eq!(one.sync_total, m.sync_total);
+        assert_eq!(one.lat_u, m.lat_u);
+        assert_eq!(one.lat_m, m.lat_m);
+        assert_eq!(one.io_u_map, m.io_u_map);
+        assert_eq!(one.total_submit, m.total_submit);
+        assert_eq!(m.members, 4);
+        // Job runtimes add up (fio's total_run_time is a sum).
+        assert_eq!(m.total_run_time_ms, 4 * one.total_run_time_ms);
+    }
+
+    #[test]
+    fn bw_samples_per_window() {
+        let mut s = JobStats::new(&JobSpec::with_defaults("w"));
+        s.begin(1_000_000);
+        // 1 MiB every 10 ms for 2 s from t = 1 ms: 100 MiB/s.
+        let mut t = 1_000_000;
+        for _ in 0..200 {
+            t += 10 * NS_PER_MS;
+            s.record_io(Ddir::Read, 1 << 20, None, 1000, 1000, t);
+        }
+        s.end(t);
+        let d = &s.dirs[0];
+        // Boundaries at +500, +1000, +1500 ms; +2000 coincides with the end
+        // and is dropped as fio's helper thread would miss it.
+        assert_eq!(d.bw.samples, 3);
+        assert_eq!(d.iops.samples, 3);
+        // 50 MiB per 500 ms window (the I/O at exactly the boundary falls in
+        // the next window, so the first window has 49 I/Os).
+        assert_eq!(d.bw.max, 50 * 1024 * 1000 / 500);
+        assert_eq!(d.bw.min, 49 * 1024 * 1000 / 500);
+        assert_eq!(d.iops.max, 100);
+        assert_eq!(d.runtime_ms, 2000);
+        assert_eq!(s.total_run_time_ms, 2000);
+        // One ms past the last boundary and it counts.
+        let mut s2 = s.clone();
+        s2.begin(0);
+        for i in 1..=100u64 {
+            s2.record_io(Ddir::Read, 4096, None, 1000, 1000, i * 10 * NS_PER_MS);
+        }
+        s2.end(1001 * NS_PER_MS);
+        assert_eq!(s2.dirs[0].bw.samples, 2);
+    }
+
+    #[test]
+    fn gaps_produce_no_samples() {
+        let mut s = JobStats::new(&JobSpec::with_defaults("g"));
+        s.begin(0);
+        s.record_io(Ddir::Write, 4096, None, 1000, 1000, 100 * NS_PER_MS);
+        // 10 s gap, then one more I/O.
+        s.record_io(Ddir::Write, 4096, None, 1000, 1000, 10_100 * NS_PER_MS);
+        s.end(10_200 * NS_PER_MS);
+        assert_eq!(s.dirs[1].bw.samples, 1);
+        assert_eq!(s.dirs[1].iops.samples, 1);
+        assert_eq!(s.dirs[1].iops.max, 2);
+    }
+
+    #[test]
+    fn distributions() {
+        let mut s = JobStats::new(&JobSpec::with_defaults("d"));
+        s.begin(0);
+        for (i, clat) in [500u64, 1_500, 250_000, 1_200_000, 3_000_000_000]
+            .iter()
+            .enumerate()
+        {
+            s.record_io(Ddir::Read, 512, None, *clat, *clat, i as u64);
+        }
+        assert_eq!(s.lat_n[8], 1);
+        assert_eq!(s.lat_u[0], 1);
+        assert_eq!(s.lat_u[7], 1);
+        assert_eq!(s.lat_m[0], 1);
+        assert_eq!(s.lat_m[11], 1);
+        s.record_submit(1, 1);
+        s.record_submit(8, 32);
+        s.record_submit(64, 64);
+        s.record_submit(0, 0);
+        assert_eq!(s.io_u_map, [1, 0, 0, 0, 0, 8, 64]);
+        assert_eq!(s.io_u_submit, [1, 1, 1, 0, 0, 1, 0]);
+        s.record_complete(65);
+        assert_eq!(s.io_u_complete[6], 1);
+    }
+
+    #[test]
+    fn begin_resets() {
+        let mut s = JobStats::new(&JobSpec::with_defaults("r"));
+        s.record_io(Ddir::Read, 4096, None, 1000, 1000, 5);
+        s.record_submit(1, 1);
+        s.begin(1_000_000_000);
+        assert_eq!(s.io_bytes(Ddir::Read), 0);
+        assert_eq!(s.total_submit, 0);
+        s.record_io(Ddir::Read, 4096, None, 1000, 1000, 1_600_000_000);
+        s.end(2_000_000_000);
+        assert_eq!(s.dirs[0].runtime_ms, 1000);
+        assert_eq!(s.lat_mean_ns(Ddir::Read), 1000.0);
+        assert_eq!(s.runtime_ns(), 1_000_000_000);
     }
 }
