@@ -1,11 +1,34 @@
 //! Workload generators: one I/O stream per job. Offsets (sequential, uniform
 //! random with full coverage, zipf/pareto/normal), block sizes, read/write mix,
 //! and the rate limiter. Memory is O(1) in device size and I/O count.
+//!
+//! Files: `layout` places job files on the device, `bs` picks block sizes,
+//! `offsets` picks random blocks (over `permute`'s bijections and `dist`'s
+//! skewed samplers), `rate` paces issue times.
 
-use crate::job::{Ddir, JobSpec};
-use crate::sim::time::Ns;
+mod bs;
+mod dist;
+mod layout;
+mod offsets;
+mod permute;
+mod rate;
 
-/// A byte range of the device a job's file occupies.
+#[cfg(test)]
+mod tests;
+
+pub use bs::BsChooser;
+pub use dist::{Normal, Pareto, Zipf};
+pub use layout::layout;
+pub use permute::{LfsrWalker, Mixer, PermWalker};
+pub use rate::RateLimiter;
+
+use crate::job::{Ddir, JobSpec, RwPattern};
+use offsets::RandomBlocks;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// A byte range of the device one of a job's files covers for I/O: the whole
+/// file (or device) minus the part before `offset`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Region {
     pub start: u64,
@@ -29,40 +52,328 @@ pub struct IoUnit {
     pub len: u64,
 }
 
-/// Place every job's files on a device of `device_bytes`.
-pub fn layout(jobs: &[JobSpec], device_bytes: u64) -> Result<Vec<JobLayout>, String> {
-    let _ = (jobs, device_bytes);
-    todo!("workload layout")
+/// Marks a sequential stream that must (re)start at its first offset.
+const RESTART: u64 = u64::MAX;
+
+#[derive(Clone, Copy, Debug)]
+enum DdirMode {
+    Single(Ddir),
+    /// Reads with probability `rwmixread`%.
+    Mix {
+        read_pct: u64,
+    },
+    /// Trim, then write the same block.
+    TrimWrite,
+}
+
+#[derive(Clone, Debug)]
+struct FileState {
+    start: u64,
+    len: u64,
+    /// Next sequential offset per direction (relative), or RESTART.
+    seq_next: [u64; 3],
+    /// End of the last I/O per direction (relative), fio's `last_pos`.
+    last_end: [u64; 3],
 }
 
 /// Offsets, sizes and directions for one job.
-pub struct Generator {}
+pub struct Generator {
+    mode: DdirMode,
+    random: bool,
+    files: Vec<FileState>,
+    next_file: usize,
+    /// Random block pickers, `files × groups`; directions with the same block
+    /// alignment and minimum size share one, so e.g. randrw reads and writes
+    /// cover the region together once per pass, as with fio's single map.
+    rand: Vec<RandomBlocks>,
+    groups: usize,
+    group_of: [usize; 3],
+    /// Block alignment and minimum size per direction.
+    align: [u64; 3],
+    min_bs: [u64; 3],
+    bs: [BsChooser; 3],
+    /// Sequential: bytes added after each I/O (`rw=read:64k`, negative = backwards).
+    seq_add: i64,
+    /// Random with `:N`: I/Os per random jump, and how many sequential remain.
+    rand_run: u64,
+    rand_run_left: u64,
+    /// The write half of a trimwrite pair.
+    pending: Option<IoUnit>,
+    counted: [bool; 3],
+    budget_bytes: u64,
+    done_bytes: u64,
+    max_ios: u64,
+    ios: u64,
+    time_based: bool,
+    rng_ddir: ChaCha8Rng,
+    rng_bs: ChaCha8Rng,
+    rng_off: ChaCha8Rng,
+}
 
 impl Generator {
     pub fn new(spec: &JobSpec, layout: &JobLayout, seed: u64) -> Result<Generator, String> {
-        let _ = (spec, layout, seed);
-        todo!("workload generator")
+        let name = &spec.name;
+        if layout.files.is_empty() {
+            return Err(format!("job '{name}': no files to do I/O to"));
+        }
+        let stream = |s: u64| {
+            let mut r = ChaCha8Rng::seed_from_u64(seed);
+            r.set_stream(s);
+            r
+        };
+        let (rng_ddir, rng_bs, mut rng_off) = (stream(1), stream(2), stream(3));
+
+        // Directions whose offsets and sizes are drawn; a trimwrite's trim
+        // reuses its write's range.
+        let placed: &[Ddir] = match spec.rw {
+            RwPattern::TrimWrite | RwPattern::RandTrimWrite => &[Ddir::Write],
+            p => p.ddirs(),
+        };
+        let mut choosers: [Option<BsChooser>; 3] = [None, None, None];
+        for d in Ddir::ALL {
+            let i = d.index();
+            let c = BsChooser::new(&spec.bs[i], spec.bs_unaligned)
+                .map_err(|e| format!("job '{name}': {e}"));
+            // Unused directions never pick a size; do not fail on them.
+            choosers[i] = Some(match c {
+                Ok(c) => c,
+                Err(e) if placed.contains(&d) => return Err(e),
+                Err(_) => BsChooser::Fixed(4096),
+            });
+        }
+        let bs = choosers.map(|c| c.unwrap_or(BsChooser::Fixed(4096)));
+        let min_bs = [bs[0].min(), bs[1].min(), bs[2].min()];
+        let align = [0, 1, 2].map(|i| spec.blockalign[i].filter(|&a| a > 0).unwrap_or(min_bs[i]));
+
+        let min_len = layout.files.iter().map(|f| f.len).min().unwrap_or(0);
+        for &d in placed {
+            let i = d.index();
+            if min_len < min_bs[i].max(align[i]) {
+                return Err(format!(
+                    "job '{name}': its region ({min_len} bytes) is smaller than the {} block size ({} bytes)",
+                    ddir_name(d),
+                    min_bs[i].max(align[i])
+                ));
+            }
+        }
+
+        let random = spec.rw.is_random();
+        let mut group_of = [0usize; 3];
+        let mut keys: Vec<(u64, u64)> = Vec::new();
+        for &d in placed {
+            let i = d.index();
+            let key = (align[i], min_bs[i]);
+            group_of[i] = match keys.iter().position(|&k| k == key) {
+                Some(g) => g,
+                None => {
+                    keys.push(key);
+                    keys.len() - 1
+                }
+            };
+        }
+        let mut rand = Vec::new();
+        if random {
+            for f in &layout.files {
+                for &(ba, min) in &keys {
+                    // fio's last_block(): the last start that leaves room for min bs.
+                    let usable = f.len - min.saturating_sub(ba);
+                    let n = (usable / ba).min((1 << 62) - 1);
+                    rand.push(
+                        RandomBlocks::new(n, spec, &mut rng_off)
+                            .map_err(|e| format!("job '{name}': {e}"))?,
+                    );
+                }
+            }
+        }
+
+        let mode = match spec.rw {
+            RwPattern::ReadWrite | RwPattern::RandRw => DdirMode::Mix {
+                read_pct: spec.rwmixread.min(100) as u64,
+            },
+            RwPattern::TrimWrite | RwPattern::RandTrimWrite => DdirMode::TrimWrite,
+            p => DdirMode::Single(p.ddirs()[0]),
+        };
+        // fio counts only the write half of trimwrite against size.
+        let mut counted = [false; 3];
+        for &d in spec.rw.ddirs() {
+            counted[d.index()] = true;
+        }
+        if matches!(mode, DdirMode::TrimWrite) {
+            counted[Ddir::Trim.index()] = false;
+        }
+
+        let loops = spec.loops.max(1) as u64;
+        let files = layout
+            .files
+            .iter()
+            .map(|f| FileState {
+                start: f.start,
+                len: f.len,
+                seq_next: [RESTART; 3],
+                last_end: [0; 3],
+            })
+            .collect();
+        let rand_run = if random {
+            spec.rw_modifier.filter(|&n| n > 1).unwrap_or(1) as u64
+        } else {
+            1
+        };
+        Ok(Generator {
+            mode,
+            random,
+            files,
+            next_file: 0,
+            rand,
+            groups: keys.len(),
+            group_of,
+            align,
+            min_bs,
+            bs,
+            seq_add: if random {
+                0
+            } else {
+                spec.rw_modifier.unwrap_or(0)
+            },
+            rand_run,
+            rand_run_left: 0,
+            pending: None,
+            counted,
+            budget_bytes: layout.io_bytes.saturating_mul(loops),
+            done_bytes: 0,
+            max_ios: spec
+                .number_ios
+                .filter(|&n| n > 0)
+                .map_or(u64::MAX, |n| n.saturating_mul(loops)),
+            ios: 0,
+            time_based: spec.time_based,
+            rng_ddir,
+            rng_bs,
+            rng_off,
+        })
     }
+
     /// The next I/O, or None when the job's I/O budget (size/io_size × loops,
     /// number_ios) is used up. Never None for `time_based` jobs.
+    #[inline]
     pub fn next_io(&mut self) -> Option<IoUnit> {
-        todo!("workload generator")
+        if let Some(io) = self.pending.take() {
+            self.account(io);
+            return Some(io);
+        }
+        if !self.time_based && (self.done_bytes >= self.budget_bytes || self.ios >= self.max_ios) {
+            return None;
+        }
+        let ddir = match self.mode {
+            DdirMode::Single(d) => d,
+            DdirMode::Mix { read_pct } => {
+                // Uniform 0..100 from 32 bits; fio's rand_between(1, 100) <= rwmixread.
+                if (self.rng_ddir.next_u32() as u64 * 100) >> 32 < read_pct {
+                    Ddir::Read
+                } else {
+                    Ddir::Write
+                }
+            }
+            // Placed and sized as the write, which is what counts towards size.
+            DdirMode::TrimWrite => Ddir::Write,
+        };
+        // file_service_type=roundrobin, one I/O per file turn (fio's default).
+        let f = self.next_file;
+        self.next_file = if f + 1 == self.files.len() { 0 } else { f + 1 };
+
+        let (rel, len) = if self.random {
+            self.random_offset(f, ddir)
+        } else {
+            self.seq_offset(f, ddir)
+        };
+        let file = &mut self.files[f];
+        file.last_end[ddir.index()] = rel + len;
+        let mut io = IoUnit {
+            ddir,
+            offset: file.start + rel,
+            len,
+        };
+        if let DdirMode::TrimWrite = self.mode {
+            self.pending = Some(io);
+            io.ddir = Ddir::Trim;
+        }
+        self.account(io);
+        Some(io)
+    }
+
+    #[inline]
+    fn account(&mut self, io: IoUnit) {
+        self.ios += 1;
+        if self.counted[io.ddir.index()] {
+            self.done_bytes += io.len;
+        }
+    }
+
+    /// Sequential: from the file start (or its end, going backwards), adding
+    /// `seq_add` after each I/O, wrapping around at either end.
+    #[inline]
+    fn seq_offset(&mut self, f: usize, ddir: Ddir) -> (u64, u64) {
+        let i = ddir.index();
+        let min = self.min_bs[i];
+        let file = &mut self.files[f];
+        let top = (file.len - min) / min * min;
+        let mut pos = file.seq_next[i];
+        if pos == RESTART || pos > file.len - min {
+            pos = if self.seq_add < 0 { top } else { 0 };
+        }
+        let len = self.bs[i].pick(&mut self.rng_bs, file.len - pos);
+        file.seq_next[i] = (pos + len)
+            .checked_add_signed(self.seq_add)
+            .unwrap_or(RESTART);
+        (pos, len)
+    }
+
+    /// Random: a block from the file's picker; with `rw=randread:N`, the
+    /// N-1 I/Os after each jump continue sequentially.
+    #[inline]
+    fn random_offset(&mut self, f: usize, ddir: Ddir) -> (u64, u64) {
+        let i = ddir.index();
+        let file_len = self.files[f].len;
+        if self.rand_run > 1 {
+            if self.rand_run_left > 0 {
+                self.rand_run_left -= 1;
+                let mut pos = self.files[f].last_end[i];
+                if pos > file_len - self.min_bs[i] {
+                    pos = 0;
+                }
+                let len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
+                return (pos, len);
+            }
+            self.rand_run_left = self.rand_run - 1;
+        }
+        let picker = &mut self.rand[f * self.groups + self.group_of[i]];
+        let pos = picker.next(&mut self.rng_off) * self.align[i];
+        let len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
+        (pos, len)
+    }
+
+    /// Bytes counted against the budget so far.
+    pub fn bytes_done(&self) -> u64 {
+        self.done_bytes
+    }
+
+    /// I/Os handed out so far.
+    pub fn ios_done(&self) -> u64 {
+        self.ios
+    }
+
+    /// Blocks the random picker of `file` chooses from for `ddir` (None for
+    /// sequential jobs).
+    pub fn random_blocks(&self, file: usize, ddir: Ddir) -> Option<u64> {
+        self.rand
+            .get(file * self.groups + self.group_of[ddir.index()])
+            .map(RandomBlocks::blocks)
     }
 }
 
-/// Rate limiting (`rate`, `rate_iops`, `rate_process`).
-pub struct RateLimiter {}
-
-impl RateLimiter {
-    /// None when the job has no rate limit.
-    pub fn new(spec: &JobSpec, seed: u64) -> Option<RateLimiter> {
-        let _ = (spec, seed);
-        todo!("rate limiter")
-    }
-    /// Earliest time at or after `now` at which an I/O of `ddir`/`bytes` may be
-    /// issued, given the job started at `start`; records the I/O as issued.
-    pub fn issue_at(&mut self, now: Ns, start: Ns, ddir: Ddir, bytes: u64) -> Ns {
-        let _ = (now, start, ddir, bytes);
-        todo!("rate limiter")
+fn ddir_name(d: Ddir) -> &'static str {
+    match d {
+        Ddir::Read => "read",
+        Ddir::Write => "write",
+        Ddir::Trim => "trim",
     }
 }

@@ -1,0 +1,362 @@
+//! Where each job's files live on the simulated device.
+//!
+//! A job with `filename=` (e.g. `/dev/sda1`) addresses the device itself: its
+//! region starts at `offset` (+ `offset_increment` × clone number) and is
+//! `size` long (default: the rest of the device). Without a filename fio
+//! creates `name.clone.filenum` files; we place them one after another in job
+//! order, as a fresh filesystem would, and `offset` applies inside each file.
+
+use super::{JobLayout, Region};
+use crate::job::{BlockSizes, JobSpec, SizeSpec};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Files fio creates start on filesystem-block boundaries.
+const FS_BLOCK: u64 = 4096;
+
+fn min_bs_of(bs: &BlockSizes) -> u64 {
+    match bs {
+        BlockSizes::Fixed(b) => *b,
+        BlockSizes::Range { min, max } => *min.min(max),
+        BlockSizes::Split(v) => v.iter().filter(|e| e.1 > 0).map(|e| e.0).min().unwrap_or(0),
+    }
+}
+
+/// Smallest block size over the directions the job uses (at least 1).
+fn job_min_bs(job: &JobSpec) -> u64 {
+    job.rw
+        .ddirs()
+        .iter()
+        .map(|d| min_bs_of(&job.bs[d.index()]))
+        .filter(|&b| b > 0)
+        .min()
+        .unwrap_or(1)
+}
+
+/// Bytes of a size spec; `Percent(p)` is p% (0..=100) of `whole`.
+fn resolve(s: SizeSpec, whole: u64) -> u64 {
+    match s {
+        SizeSpec::Bytes(b) => b,
+        SizeSpec::Percent(p) => ((whole as f64) * p.clamp(0.0, 100.0) / 100.0) as u64,
+    }
+}
+
+/// Start offset inside the file/device. Percentages are aligned down to the
+/// minimum block size, as fio does, so I/O stays aligned.
+fn start_offset(job: &JobSpec, whole: u64) -> Result<u64, String> {
+    let align = |s: SizeSpec| -> u64 {
+        let b = resolve(s, whole);
+        match s {
+            SizeSpec::Percent(_) => b - b % job_min_bs(job),
+            SizeSpec::Bytes(_) => b,
+        }
+    };
+    align(job.offset_increment)
+        .checked_mul(job.clone_index as u64)
+        .and_then(|inc| inc.checked_add(align(job.offset)))
+        .ok_or_else(|| format!("job '{}': offset overflows", job.name))
+}
+
+/// Place every job's files on a device of `device_bytes`.
+pub fn layout(jobs: &[JobSpec], device_bytes: u64) -> Result<Vec<JobLayout>, String> {
+    let mut out = Vec::with_capacity(jobs.len());
+    // Next free byte for files fio would create.
+    let mut cursor = 0u64;
+    let mut needed = 0u128;
+    for job in jobs {
+        let (files, total) = if job.filenames.is_empty() {
+            own_files(job, device_bytes, &mut cursor, &mut needed)?
+        } else {
+            device_files(job, device_bytes)?
+        };
+        let io_bytes = match (job.io_size, job.size) {
+            (Some(s), _) => resolve(s, total),
+            // With filesize= the files have their own sizes and size= is
+            // only the amount of I/O.
+            (None, Some(s)) if job.filenames.is_empty() && job.filesize.is_some() => {
+                resolve(s, device_bytes)
+            }
+            (None, _) => total,
+        };
+        if io_bytes == 0 {
+            return Err(format!("job '{}': nothing to do (io_size is 0)", job.name));
+        }
+        out.push(JobLayout { files, io_bytes });
+    }
+    if needed > device_bytes as u128 {
+        return Err(format!(
+            "jobs need {needed} bytes but the device has {device_bytes}"
+        ));
+    }
+    Ok(out)
+}
+
+/// `filename=` given: every file is the device itself.
+fn device_files(job: &JobSpec, device_bytes: u64) -> Result<(Vec<Region>, u64), String> {
+    let nfiles = job.filenames.len() as u64;
+    let start = start_offset(job, device_bytes)?;
+    if start >= device_bytes {
+        return Err(format!(
+            "job '{}': offset {start} is at or past the end of the device ({device_bytes} bytes)",
+            job.name
+        ));
+    }
+    let rest = device_bytes - start;
+    let len = match job.size {
+        None => rest,
+        Some(SizeSpec::Bytes(b)) => {
+            // fio divides size over the job's files.
+            let per = b / nfiles;
+            if per > rest {
+                return Err(format!(
+                    "job '{}': offset {start} + size {per} is past the end of the device ({device_bytes} bytes)",
+                    job.name
+                ));
+            }
+            per
+        }
+        // A percentage of the device, trimmed to what is left after offset.
+        Some(p @ SizeSpec::Percent(_)) => (resolve(p, device_bytes) / nfiles).min(rest),
+    };
+    if len == 0 {
+        return Err(format!("job '{}': size is 0", job.name));
+    }
+    let files = vec![Region { start, len }; nfiles as usize];
+    Ok((files, len * nfiles))
+}
+
+/// No filename: fio's own files, laid out after the previous jobs' files.
+fn own_files(
+    job: &JobSpec,
+    device_bytes: u64,
+    cursor: &mut u64,
+    needed: &mut u128,
+) -> Result<(Vec<Region>, u64), String> {
+    let nfiles = job.nrfiles.max(1) as u64;
+    let min_bs = job_min_bs(job);
+    let mut file_sizes = Vec::with_capacity(nfiles as usize);
+    if let Some((lo, hi)) = job.filesize {
+        let (lo, hi) = (lo.min(hi), lo.max(hi));
+        // fio draws each file's size in the range; we draw deterministically
+        // from the job index so layouts are reproducible.
+        let mut rng = ChaCha8Rng::seed_from_u64(0x6669_6c65 ^ job.job_index as u64);
+        for _ in 0..nfiles {
+            let s = if lo == hi { lo } else { rng.gen_range(lo..=hi) };
+            let aligned = s - s % min_bs;
+            file_sizes.push(if aligned >= lo { aligned } else { s });
+        }
+    } else {
+        let total = match job.size {
+            Some(s) => resolve(s, device_bytes),
+            None => {
+                return Err(format!(
+                    "job '{}': size= is needed when no filename is given (fio: need size)",
+                    job.name
+                ))
+            }
+        };
+        let per = total / nfiles;
+        if per == 0 {
+            return Err(format!(
+                "job '{}': size {total} is too small for {nfiles} files",
+                job.name
+            ));
+        }
+        file_sizes.resize(nfiles as usize, per);
+    }
+    let mut files = Vec::with_capacity(nfiles as usize);
+    let mut total = 0u64;
+    for fsize in file_sizes {
+        let off = start_offset(job, fsize)?;
+        if off >= fsize {
+            return Err(format!(
+                "job '{}': offset {off} is at or past the end of its {fsize}-byte file",
+                job.name
+            ));
+        }
+        let file_start = *cursor;
+        // Keep counting past the end so the error can say how much is needed.
+        *needed = file_start as u128 + fsize as u128;
+        let next = file_start as u128 + fsize.div_ceil(FS_BLOCK) as u128 * FS_BLOCK as u128;
+        *cursor = next.min(u64::MAX as u128) as u64;
+        let region = Region {
+            start: file_start.saturating_add(off),
+            len: fsize - off,
+        };
+        total += region.len;
+        files.push(region);
+    }
+    Ok((files, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+    const MIB: u64 = 1 << 20;
+
+    fn job(name: &str) -> JobSpec {
+        JobSpec::with_defaults(name)
+    }
+
+    #[test]
+    fn device_whole_and_offsets() {
+        let mut a = job("a");
+        a.filenames = vec!["/dev/sda".into()];
+        let mut b = a.clone();
+        b.name = "b".into();
+        b.offset = SizeSpec::Bytes(GIB);
+        b.size = Some(SizeSpec::Bytes(2 * GIB));
+        b.io_size = Some(SizeSpec::Bytes(10 * GIB));
+        let mut c = a.clone();
+        c.clone_index = 3;
+        c.offset_increment = SizeSpec::Bytes(GIB);
+        c.size = Some(SizeSpec::Percent(10.0));
+        let l = layout(&[a, b, c], 100 * GIB).unwrap();
+        assert_eq!(
+            l[0].files,
+            vec![Region {
+                start: 0,
+                len: 100 * GIB
+            }]
+        );
+        assert_eq!(l[0].io_bytes, 100 * GIB);
+        assert_eq!(
+            l[1].files,
+            vec![Region {
+                start: GIB,
+                len: 2 * GIB
+            }]
+        );
+        assert_eq!(l[1].io_bytes, 10 * GIB);
+        assert_eq!(
+            l[2].files,
+            vec![Region {
+                start: 3 * GIB,
+                len: 10 * GIB
+            }]
+        );
+    }
+
+    #[test]
+    fn device_several_filenames_split_size() {
+        let mut a = job("a");
+        a.filenames = vec!["/dev/sda".into(), "/dev/sda".into()];
+        a.size = Some(SizeSpec::Bytes(GIB));
+        let l = layout(&[a], 10 * GIB).unwrap();
+        assert_eq!(l[0].files.len(), 2);
+        assert_eq!(
+            l[0].files[0],
+            Region {
+                start: 0,
+                len: GIB / 2
+            }
+        );
+        assert_eq!(l[0].io_bytes, GIB);
+    }
+
+    #[test]
+    fn device_past_end_errors_name_job() {
+        let mut a = job("edge");
+        a.filenames = vec!["/dev/sda".into()];
+        a.offset = SizeSpec::Bytes(9 * GIB);
+        a.size = Some(SizeSpec::Bytes(2 * GIB));
+        let e = layout(&[a.clone()], 10 * GIB).unwrap_err();
+        assert!(e.contains("'edge'") && e.contains("past the end"), "{e}");
+        a.offset = SizeSpec::Bytes(10 * GIB);
+        let e = layout(&[a], 10 * GIB).unwrap_err();
+        assert!(e.contains("'edge'"), "{e}");
+    }
+
+    #[test]
+    fn percent_offset_is_aligned() {
+        let mut a = job("a");
+        a.filenames = vec!["/dev/sda".into()];
+        a.offset = SizeSpec::Percent(33.0);
+        let l = layout(&[a], 1_000_000).unwrap();
+        assert_eq!(l[0].files[0].start, 327_680); // 330000 down to 4 KiB
+    }
+
+    #[test]
+    fn own_files_are_consecutive() {
+        let mut a = job("a");
+        a.size = Some(SizeSpec::Bytes(GIB));
+        a.nrfiles = 2;
+        let mut b = job("b");
+        b.size = Some(SizeSpec::Bytes(MIB + 100));
+        b.offset = SizeSpec::Bytes(4096);
+        let mut c = job("c");
+        c.size = Some(SizeSpec::Bytes(MIB));
+        let l = layout(&[a, b, c], 2 * GIB).unwrap();
+        assert_eq!(
+            l[0].files,
+            vec![
+                Region {
+                    start: 0,
+                    len: GIB / 2
+                },
+                Region {
+                    start: GIB / 2,
+                    len: GIB / 2
+                }
+            ]
+        );
+        assert_eq!(l[0].io_bytes, GIB);
+        assert_eq!(
+            l[1].files,
+            vec![Region {
+                start: GIB + 4096,
+                len: MIB + 100 - 4096
+            }]
+        );
+        // b's file is rounded up to a whole filesystem block.
+        assert_eq!(l[2].files[0].start, GIB + MIB + 4096);
+    }
+
+    #[test]
+    fn own_files_must_fit() {
+        let mut a = job("a");
+        a.size = Some(SizeSpec::Bytes(GIB));
+        let mut b = job("b");
+        b.size = Some(SizeSpec::Bytes(GIB));
+        let e = layout(&[a, b], GIB + MIB).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "jobs need {} bytes but the device has {}",
+                2 * GIB,
+                GIB + MIB
+            )
+        );
+    }
+
+    #[test]
+    fn need_size_without_filename() {
+        let e = layout(&[job("lonely")], GIB).unwrap_err();
+        assert!(e.contains("'lonely'") && e.contains("size="), "{e}");
+    }
+
+    #[test]
+    fn filesize_range_is_deterministic_and_in_range() {
+        let mut a = job("a");
+        a.filesize = Some((MIB, 4 * MIB));
+        a.nrfiles = 8;
+        let l1 = layout(&[a.clone()], GIB).unwrap();
+        let l2 = layout(&[a], GIB).unwrap();
+        assert_eq!(l1, l2);
+        for f in &l1[0].files {
+            assert!(f.len >= MIB && f.len <= 4 * MIB && f.len % 4096 == 0);
+        }
+        let distinct: std::collections::BTreeSet<_> = l1[0].files.iter().map(|f| f.len).collect();
+        assert!(distinct.len() > 1);
+    }
+
+    #[test]
+    fn own_file_offset_past_end() {
+        let mut a = job("a");
+        a.size = Some(SizeSpec::Bytes(MIB));
+        a.offset = SizeSpec::Bytes(MIB);
+        assert!(layout(&[a], GIB).unwrap_err().contains("'a'"));
+    }
+}

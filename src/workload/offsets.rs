@@ -1,0 +1,167 @@
+//! Random block choice within one file: fio's random map (every block once per
+//! pass), `norandommap` (uniform with repeats) and the skewed distributions.
+
+use super::bs::uniform_below;
+use super::dist::{Normal, Pareto, Zipf};
+use super::permute::{bits_for, LfsrWalker, Mixer, PermWalker};
+use crate::job::{JobSpec, RandomDistribution, RandomGenerator};
+use rand::RngCore;
+
+#[derive(Clone, Debug)]
+enum Source {
+    /// tausworthe(64) with the random map: keyed permutation walk.
+    Perm(PermWalker),
+    /// random_generator=lfsr: never repeats within a pass, map or not.
+    Lfsr(LfsrWalker),
+    /// norandommap: independent uniform draws.
+    Uniform,
+    Zipf(Zipf, Scatter),
+    Pareto(Pareto, Scatter),
+    Normal(Normal),
+}
+
+/// Spreads popularity ranks over the blocks, as fio's `__hash_u64(rank) +
+/// rand_off` does. We use a keyed bijection so every rank keeps its own block
+/// (fio's multiplicative hash modulo n can fold two ranks onto one block),
+/// then rotate by fio's `rand_off` (random, or `center · n`).
+#[derive(Clone, Debug)]
+struct Scatter {
+    mixer: Mixer,
+    rot: u64,
+}
+
+impl Scatter {
+    fn new(n: u64, center: Option<f64>, rng: &mut impl RngCore) -> Scatter {
+        let mixer = Mixer::new(bits_for(n), rng);
+        let rot = match center {
+            Some(c) => ((n as f64 * c.clamp(0.0, 1.0)) as u64).min(n - 1),
+            None => uniform_below(rng.next_u64(), n),
+        };
+        Scatter { mixer, rot }
+    }
+
+    #[inline]
+    fn place(&self, rank: u64, n: u64) -> u64 {
+        let b = self.mixer.apply_within(rank, n) + self.rot;
+        if b >= n {
+            b - n
+        } else {
+            b
+        }
+    }
+}
+
+/// Picks blocks `0..n` of one file for random I/O.
+#[derive(Clone, Debug)]
+pub struct RandomBlocks {
+    n: u64,
+    src: Source,
+}
+
+impl RandomBlocks {
+    pub fn new(n: u64, spec: &JobSpec, rng: &mut impl RngCore) -> Result<RandomBlocks, String> {
+        debug_assert!(n > 0);
+        let src = match spec.random_distribution {
+            RandomDistribution::Random => match spec.random_generator {
+                RandomGenerator::Lfsr => Source::Lfsr(LfsrWalker::new(n, rng)),
+                _ if spec.norandommap => Source::Uniform,
+                _ => Source::Perm(PermWalker::new(n, rng)),
+            },
+            RandomDistribution::Zipf { theta, center } => {
+                if !(theta > 0.0 && theta.is_finite()) {
+                    return Err(format!("zipf theta must be > 0, got {theta}"));
+                }
+                Source::Zipf(Zipf::new(n, theta), Scatter::new(n, center, rng))
+            }
+            RandomDistribution::Pareto { h, center } => {
+                if !(h > 0.0 && h < 1.0) {
+                    return Err(format!("pareto h must be between 0 and 1, got {h}"));
+                }
+                Source::Pareto(Pareto::new(n, h), Scatter::new(n, center, rng))
+            }
+            RandomDistribution::Normal { sigma_pct, center } => {
+                if !(sigma_pct >= 0.0 && sigma_pct.is_finite()) {
+                    return Err(format!("normal deviation must be >= 0, got {sigma_pct}"));
+                }
+                Source::Normal(Normal::new(n, sigma_pct, center))
+            }
+        };
+        Ok(RandomBlocks { n, src })
+    }
+
+    pub fn blocks(&self) -> u64 {
+        self.n
+    }
+
+    #[inline]
+    pub fn next(&mut self, rng: &mut impl RngCore) -> u64 {
+        match &mut self.src {
+            Source::Perm(w) => w.next(rng),
+            Source::Lfsr(w) => w.next(rng),
+            Source::Uniform => uniform_below(rng.next_u64(), self.n),
+            Source::Zipf(z, s) => s.place(z.sample(rng), self.n),
+            Source::Pareto(p, s) => s.place(p.sample(rng), self.n),
+            Source::Normal(d) => d.sample(rng),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn scatter_is_a_bijection() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let n = 777;
+        let s = Scatter::new(n, None, &mut rng);
+        let mut seen = vec![false; n as usize];
+        for r in 0..n {
+            let b = s.place(r, n) as usize;
+            assert!(!seen[b]);
+            seen[b] = true;
+        }
+    }
+
+    #[test]
+    fn hot_blocks_are_spread_out() {
+        let mut spec = JobSpec::with_defaults("z");
+        spec.random_distribution = RandomDistribution::Zipf {
+            theta: 1.2,
+            center: None,
+        };
+        let n = 100_000;
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let mut rb = RandomBlocks::new(n, &spec, &mut rng).unwrap();
+        // The 100 hottest blocks should not sit in one corner.
+        let mut counts = vec![0u32; n as usize];
+        for _ in 0..200_000 {
+            counts[rb.next(&mut rng) as usize] += 1;
+        }
+        let mut idx: Vec<usize> = (0..n as usize).collect();
+        idx.sort_unstable_by_key(|&i| std::cmp::Reverse(counts[i]));
+        let in_first_tenth = idx[..100].iter().filter(|&&i| i < n as usize / 10).count();
+        assert!(
+            in_first_tenth < 30,
+            "{in_first_tenth} of the hottest 100 in the first 10%"
+        );
+    }
+
+    #[test]
+    fn bad_parameters_are_errors() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let mut spec = JobSpec::with_defaults("z");
+        spec.random_distribution = RandomDistribution::Pareto {
+            h: 1.5,
+            center: None,
+        };
+        assert!(RandomBlocks::new(10, &spec, &mut rng).is_err());
+        spec.random_distribution = RandomDistribution::Zipf {
+            theta: 0.0,
+            center: None,
+        };
+        assert!(RandomBlocks::new(10, &spec, &mut rng).is_err());
+    }
+}

@@ -1,0 +1,560 @@
+//! Generator-level tests: coverage, mixes, budgets, determinism, and property
+//! tests that no I/O ever leaves its region.
+
+use super::*;
+use crate::job::{BlockSizes, RandomDistribution, RandomGenerator, SizeSpec};
+use proptest::prelude::*;
+
+const KIB: u64 = 1024;
+
+fn spec(rw: RwPattern) -> JobSpec {
+    let mut s = JobSpec::with_defaults("t");
+    s.rw = rw;
+    s.filenames = vec!["/dev/x".into()];
+    s
+}
+
+fn one_file(start: u64, len: u64) -> JobLayout {
+    JobLayout {
+        files: vec![Region { start, len }],
+        io_bytes: len,
+    }
+}
+
+fn drain(g: &mut Generator, max: usize) -> Vec<IoUnit> {
+    let mut v = Vec::new();
+    while let Some(io) = g.next_io() {
+        v.push(io);
+        if v.len() >= max {
+            break;
+        }
+    }
+    v
+}
+
+#[test]
+fn sequential_covers_region_in_order() {
+    let s = spec(RwPattern::Read);
+    let base = 1 << 20;
+    let mut g = Generator::new(&s, &one_file(base, 400 * KIB), 1).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    assert_eq!(ios.len(), 100);
+    for (k, io) in ios.iter().enumerate() {
+        assert_eq!(io.ddir, Ddir::Read);
+        assert_eq!(io.offset, base + k as u64 * 4096);
+        assert_eq!(io.len, 4096);
+    }
+}
+
+#[test]
+fn sequential_wraps_with_loops_and_io_size() {
+    let mut s = spec(RwPattern::Write);
+    s.loops = 3;
+    let mut l = one_file(0, 40 * KIB);
+    let mut g = Generator::new(&s, &l, 1).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    assert_eq!(ios.len(), 30);
+    assert_eq!(ios[10].offset, 0);
+    assert_eq!(ios[29].offset, 36 * KIB);
+    // io_size beyond the region wraps too.
+    s.loops = 1;
+    l.io_bytes = 100 * KIB;
+    let mut g = Generator::new(&s, &l, 1).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    assert_eq!(ios.len(), 25);
+    assert_eq!(ios[24].offset, 4 * 4096);
+}
+
+#[test]
+fn sequential_holes_and_backwards() {
+    let mut s = spec(RwPattern::Read);
+    s.rw_modifier = Some(4096);
+    let mut g = Generator::new(&s, &one_file(0, 64 * KIB), 1).unwrap();
+    let offs: Vec<u64> = drain(&mut g, 10)
+        .iter()
+        .map(|io| io.offset / 4096)
+        .collect();
+    assert_eq!(offs, vec![0, 2, 4, 6, 8, 10, 12, 14, 0, 2]);
+
+    // fio's backwards-read: rw=read:-8k with 4k blocks walks down.
+    s.rw_modifier = Some(-8192);
+    let mut g = Generator::new(&s, &one_file(0, 16 * KIB), 1).unwrap();
+    s.time_based = true;
+    let offs: Vec<u64> = drain(&mut g, 4).iter().map(|io| io.offset / 4096).collect();
+    assert_eq!(offs, vec![3, 2, 1, 0]);
+    let mut g = Generator::new(&s, &one_file(0, 16 * KIB), 1).unwrap();
+    let offs: Vec<u64> = drain(&mut g, 6).iter().map(|io| io.offset / 4096).collect();
+    assert_eq!(offs, vec![3, 2, 1, 0, 3, 2]);
+}
+
+fn check_full_coverage(gen: RandomGenerator) {
+    let mut s = spec(RwPattern::RandRead);
+    s.random_generator = gen;
+    s.time_based = true;
+    let blocks = 1000u64;
+    let base = 8 * 4096;
+    let mut g = Generator::new(&s, &one_file(base, blocks * 4096), 7).unwrap();
+    for pass in 0..3 {
+        let mut seen = vec![false; blocks as usize];
+        for _ in 0..blocks {
+            let io = g.next_io().unwrap();
+            assert_eq!(io.len, 4096);
+            assert_eq!((io.offset - base) % 4096, 0);
+            let b = ((io.offset - base) / 4096) as usize;
+            assert!(!seen[b], "{gen:?} pass {pass}: block {b} twice");
+            seen[b] = true;
+        }
+    }
+}
+
+#[test]
+fn random_full_coverage_tausworthe() {
+    check_full_coverage(RandomGenerator::Tausworthe);
+    check_full_coverage(RandomGenerator::Tausworthe64);
+}
+
+#[test]
+fn random_full_coverage_lfsr() {
+    check_full_coverage(RandomGenerator::Lfsr);
+}
+
+#[test]
+fn random_budget_is_one_pass() {
+    let s = spec(RwPattern::RandWrite);
+    let mut g = Generator::new(&s, &one_file(0, 1000 * 4096), 3).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    assert_eq!(ios.len(), 1000);
+    let mut offs: Vec<u64> = ios.iter().map(|io| io.offset).collect();
+    offs.sort_unstable();
+    offs.dedup();
+    assert_eq!(offs.len(), 1000);
+}
+
+#[test]
+fn norandommap_repeats() {
+    let mut s = spec(RwPattern::RandRead);
+    s.norandommap = true;
+    let mut g = Generator::new(&s, &one_file(0, 1000 * 4096), 3).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    assert_eq!(ios.len(), 1000);
+    let mut offs: Vec<u64> = ios.iter().map(|io| io.offset).collect();
+    offs.sort_unstable();
+    offs.dedup();
+    // 1000 draws from 1000 blocks hit about 1 - 1/e of them.
+    assert!(offs.len() > 560 && offs.len() < 700, "{}", offs.len());
+}
+
+fn top10_share(s: &JobSpec, blocks: u64, draws: usize) -> f64 {
+    let mut s = s.clone();
+    s.time_based = true;
+    let mut g = Generator::new(&s, &one_file(0, blocks * 4096), 5).unwrap();
+    let mut counts = vec![0u64; blocks as usize];
+    for _ in 0..draws {
+        counts[(g.next_io().unwrap().offset / 4096) as usize] += 1;
+    }
+    counts.sort_unstable_by(|a, b| b.cmp(a));
+    counts[..blocks as usize / 10].iter().sum::<u64>() as f64 / draws as f64
+}
+
+#[test]
+fn zipf_and_pareto_skew() {
+    let mut s = spec(RwPattern::RandRead);
+    let mut last = 0.0;
+    for theta in [0.8, 1.2, 1.6] {
+        s.random_distribution = RandomDistribution::Zipf {
+            theta,
+            center: None,
+        };
+        let share = top10_share(&s, 10_000, 200_000);
+        assert!(share > 0.4, "zipf {theta}: {share}");
+        assert!(share > last, "zipf {theta}: {share} <= {last}");
+        last = share;
+    }
+    s.random_distribution = RandomDistribution::Pareto {
+        h: 0.2,
+        center: None,
+    };
+    let share = top10_share(&s, 10_000, 200_000);
+    assert!(share > 0.6, "pareto: {share}");
+    s.random_distribution = RandomDistribution::Random;
+    let share = top10_share(&s, 10_000, 200_000);
+    assert!((share - 0.1).abs() < 0.01, "uniform: {share}");
+}
+
+#[test]
+fn normal_concentrates_around_center() {
+    let mut s = spec(RwPattern::RandRead);
+    s.time_based = true;
+    s.random_distribution = RandomDistribution::Normal {
+        sigma_pct: 5.0,
+        center: Some(0.3),
+    };
+    let blocks = 10_000u64;
+    let mut g = Generator::new(&s, &one_file(0, blocks * 4096), 5).unwrap();
+    let n = 100_000;
+    let mut near = 0;
+    for _ in 0..n {
+        let b = g.next_io().unwrap().offset / 4096;
+        if b.abs_diff(3000) <= 1000 {
+            near += 1;
+        }
+    }
+    // Within two sigma: 95.4%.
+    let frac = near as f64 / n as f64;
+    assert!((frac - 0.954).abs() < 0.01, "{frac}");
+}
+
+#[test]
+fn rwmixread_within_one_percent() {
+    for (rw, pct) in [
+        (RwPattern::RandRw, 70u32),
+        (RwPattern::ReadWrite, 30),
+        (RwPattern::RandRw, 0),
+    ] {
+        let mut s = spec(rw);
+        s.rwmixread = pct;
+        s.time_based = true;
+        let mut g = Generator::new(&s, &one_file(0, 1 << 30), 9).unwrap();
+        let n = 100_000;
+        let reads = (0..n)
+            .filter(|_| g.next_io().unwrap().ddir == Ddir::Read)
+            .count();
+        let got = reads as f64 / n as f64 * 100.0;
+        assert!(
+            (got - pct as f64).abs() < 1.0,
+            "{rw:?}: {got}% reads, want {pct}"
+        );
+    }
+}
+
+#[test]
+fn mixed_sequential_keeps_a_position_per_direction() {
+    let mut s = spec(RwPattern::ReadWrite);
+    s.bs = [
+        BlockSizes::Fixed(4096),
+        BlockSizes::Fixed(8192),
+        BlockSizes::Fixed(4096),
+    ];
+    let mut g = Generator::new(&s, &one_file(0, 1 << 20), 2).unwrap();
+    let (mut r, mut w) = (0, 0);
+    for io in drain(&mut g, 1000) {
+        match io.ddir {
+            Ddir::Read => {
+                assert_eq!(io.offset, r);
+                r += 4096;
+            }
+            Ddir::Write => {
+                assert_eq!(io.offset, w);
+                w += 8192;
+            }
+            Ddir::Trim => unreachable!(),
+        }
+    }
+}
+
+#[test]
+fn randrw_shares_one_map() {
+    let mut s = spec(RwPattern::RandRw);
+    s.rwmixread = 50;
+    let mut g = Generator::new(&s, &one_file(0, 1000 * 4096), 2).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    assert_eq!(ios.len(), 1000);
+    let mut offs: Vec<u64> = ios.iter().map(|io| io.offset).collect();
+    offs.sort_unstable();
+    offs.dedup();
+    assert_eq!(
+        offs.len(),
+        1000,
+        "reads and writes split the blocks of a pass"
+    );
+}
+
+#[test]
+fn trimwrite_pairs() {
+    for rw in [RwPattern::TrimWrite, RwPattern::RandTrimWrite] {
+        let s = spec(rw);
+        let mut g = Generator::new(&s, &one_file(0, 100 * 4096), 2).unwrap();
+        let ios = drain(&mut g, usize::MAX);
+        // size counts the writes: every block trimmed and written once.
+        assert_eq!(ios.len(), 200);
+        for pair in ios.chunks(2) {
+            assert_eq!(pair[0].ddir, Ddir::Trim);
+            assert_eq!(pair[1].ddir, Ddir::Write);
+            assert_eq!((pair[0].offset, pair[0].len), (pair[1].offset, pair[1].len));
+        }
+        if rw == RwPattern::TrimWrite {
+            assert_eq!(ios[2].offset, 4096);
+        }
+    }
+}
+
+#[test]
+fn bssplit_proportions_by_count() {
+    let mut s = spec(RwPattern::RandRead);
+    s.bs[0] = BlockSizes::Split(vec![(4096, 60), (16384, 30), (65536, 10)]);
+    s.time_based = true;
+    let mut g = Generator::new(&s, &one_file(0, 1 << 30), 2).unwrap();
+    let n = 100_000;
+    let mut c = [0usize; 3];
+    for _ in 0..n {
+        let io = g.next_io().unwrap();
+        assert_eq!(io.offset % 4096, 0);
+        c[match io.len {
+            4096 => 0,
+            16384 => 1,
+            65536 => 2,
+            l => panic!("len {l}"),
+        }] += 1;
+    }
+    for (k, want) in [(0, 0.6), (1, 0.3), (2, 0.1)] {
+        let got = c[k] as f64 / n as f64;
+        assert!((got - want).abs() < 0.01, "{c:?}");
+    }
+}
+
+#[test]
+fn blockalign_is_respected() {
+    let mut s = spec(RwPattern::RandRead);
+    s.bs[0] = BlockSizes::Fixed(4096);
+    s.blockalign[0] = Some(64 * KIB);
+    s.time_based = true;
+    let mut g = Generator::new(&s, &one_file(1 << 20, 10 << 20), 2).unwrap();
+    assert_eq!(g.random_blocks(0, Ddir::Read), Some(160));
+    for _ in 0..1000 {
+        let io = g.next_io().unwrap();
+        assert_eq!((io.offset - (1 << 20)) % (64 * KIB), 0);
+    }
+    // blockalign below bs: starts on the finer grid, still inside.
+    s.bs[0] = BlockSizes::Fixed(8192);
+    s.blockalign[0] = Some(512);
+    let len = 64 * KIB;
+    let mut g = Generator::new(&s, &one_file(0, len), 2).unwrap();
+    assert_eq!(
+        g.random_blocks(0, Ddir::Read),
+        Some((len - 8192 + 512) / 512)
+    );
+    let mut odd = false;
+    for _ in 0..1000 {
+        let io = g.next_io().unwrap();
+        assert_eq!(io.offset % 512, 0);
+        assert!(io.offset + io.len <= len);
+        odd |= !io.offset.is_multiple_of(8192);
+    }
+    assert!(odd);
+}
+
+#[test]
+fn random_run_modifier() {
+    let mut s = spec(RwPattern::RandRead);
+    s.rw_modifier = Some(4);
+    s.time_based = true;
+    let mut g = Generator::new(&s, &one_file(0, 1 << 30), 2).unwrap();
+    let ios = drain(&mut g, 400);
+    let mut jumps = 0;
+    for (k, w) in ios.windows(2).enumerate() {
+        if (k + 1) % 4 != 0 {
+            assert_eq!(
+                w[1].offset,
+                w[0].offset + w[0].len,
+                "I/O {} not sequential",
+                k + 1
+            );
+        } else if w[1].offset != w[0].offset + w[0].len {
+            jumps += 1;
+        }
+    }
+    assert!(jumps > 90);
+}
+
+#[test]
+fn number_ios_caps() {
+    let mut s = spec(RwPattern::RandRead);
+    s.number_ios = Some(10);
+    let mut g = Generator::new(&s, &one_file(0, 1 << 30), 2).unwrap();
+    assert_eq!(drain(&mut g, usize::MAX).len(), 10);
+    s.number_ios = Some(1 << 40);
+    let mut g = Generator::new(&s, &one_file(0, 64 * KIB), 2).unwrap();
+    assert_eq!(drain(&mut g, usize::MAX).len(), 16);
+}
+
+#[test]
+fn time_based_never_ends() {
+    let mut s = spec(RwPattern::Read);
+    s.time_based = true;
+    let mut g = Generator::new(&s, &one_file(0, 64 * KIB), 2).unwrap();
+    assert_eq!(drain(&mut g, 10_000).len(), 10_000);
+}
+
+#[test]
+fn multiple_files_round_robin() {
+    let s = spec(RwPattern::Read);
+    let l = JobLayout {
+        files: vec![
+            Region {
+                start: 0,
+                len: 8192,
+            },
+            Region {
+                start: 1 << 20,
+                len: 8192,
+            },
+        ],
+        io_bytes: 16384,
+    };
+    let mut g = Generator::new(&s, &l, 1).unwrap();
+    let offs: Vec<u64> = drain(&mut g, 100).iter().map(|io| io.offset).collect();
+    assert_eq!(offs, vec![0, 1 << 20, 4096, (1 << 20) + 4096]);
+}
+
+#[test]
+fn region_smaller_than_block_is_an_error() {
+    let mut s = spec(RwPattern::Read);
+    s.bs[0] = BlockSizes::Fixed(1 << 20);
+    let e = Generator::new(&s, &one_file(0, 4096), 1).err().unwrap();
+    assert!(e.contains("'t'") && e.contains("smaller"), "{e}");
+}
+
+#[test]
+fn layout_then_generate() {
+    let mut a = JobSpec::with_defaults("a");
+    a.size = Some(SizeSpec::Bytes(1 << 20));
+    a.rw = RwPattern::RandWrite;
+    let l = layout(&[a.clone()], 1 << 30).unwrap();
+    let mut g = Generator::new(&a, &l[0], 1).unwrap();
+    assert_eq!(drain(&mut g, usize::MAX).len(), 256);
+}
+
+fn all_patterns() -> impl Strategy<Value = RwPattern> {
+    prop_oneof![
+        Just(RwPattern::Read),
+        Just(RwPattern::Write),
+        Just(RwPattern::Trim),
+        Just(RwPattern::RandRead),
+        Just(RwPattern::RandWrite),
+        Just(RwPattern::RandTrim),
+        Just(RwPattern::ReadWrite),
+        Just(RwPattern::RandRw),
+        Just(RwPattern::TrimWrite),
+        Just(RwPattern::RandTrimWrite),
+    ]
+}
+
+fn block_sizes() -> impl Strategy<Value = BlockSizes> {
+    prop_oneof![
+        (0u32..6).prop_map(|k| BlockSizes::Fixed(512 << k)),
+        (0u32..4, 0u32..4).prop_map(|(a, b)| BlockSizes::Range {
+            min: 512 << a,
+            max: (512 << a) << b,
+        }),
+        proptest::collection::vec((0u32..6, 1u32..50), 1..4)
+            .prop_map(|v| BlockSizes::Split(v.into_iter().map(|(k, w)| (512 << k, w)).collect())),
+    ]
+}
+
+fn distributions() -> impl Strategy<Value = RandomDistribution> {
+    prop_oneof![
+        Just(RandomDistribution::Random),
+        (0.1f64..2.0).prop_map(|theta| RandomDistribution::Zipf {
+            theta,
+            center: None
+        }),
+        (0.05f64..0.95, proptest::option::of(0.0f64..1.0))
+            .prop_map(|(h, center)| RandomDistribution::Pareto { h, center }),
+        (0.0f64..50.0, proptest::option::of(0.0f64..1.0))
+            .prop_map(|(sigma_pct, center)| RandomDistribution::Normal { sigma_pct, center }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn never_outside_region(
+        rw in all_patterns(),
+        bs in block_sizes(),
+        bs_w in block_sizes(),
+        unaligned in any::<bool>(),
+        align in proptest::option::of(0u32..5),
+        dist in distributions(),
+        gen in prop_oneof![Just(RandomGenerator::Tausworthe), Just(RandomGenerator::Lfsr)],
+        norandommap in any::<bool>(),
+        modifier in proptest::option::of(-20_000i64..20_000),
+        start in 0u64..1 << 40,
+        len_blocks in 64u64..5000,
+        extra in 0u64..4096,
+        nfiles in 1usize..3,
+        seed in any::<u64>(),
+    ) {
+        let mut s = spec(rw);
+        s.bs = [bs.clone(), bs_w, bs];
+        s.bs_unaligned = unaligned;
+        s.blockalign = [align.map(|k| 512u64 << k); 3];
+        s.random_distribution = dist;
+        s.random_generator = gen;
+        s.norandommap = norandommap;
+        s.rw_modifier = modifier;
+        let start = start / 512 * 512;
+        let len = len_blocks * 4096 + extra;
+        let files: Vec<Region> = (0..nfiles as u64)
+            .map(|k| Region { start: start + k * len, len })
+            .collect();
+        let layout = JobLayout { files: files.clone(), io_bytes: len * nfiles as u64 };
+        let mut g = match Generator::new(&s, &layout, seed) {
+            Ok(g) => g,
+            // Only a region smaller than the largest alignment may be refused.
+            Err(e) => { prop_assert!(e.contains("smaller"), "{}", e); return Ok(()); }
+        };
+        let ddirs = rw.ddirs();
+        // Every I/O is at least 512 bytes; trimwrite issues two per block.
+        let limit = 2 * layout.io_bytes / 512 + 2;
+        let mut n = 0;
+        while let Some(io) = g.next_io() {
+            n += 1;
+            prop_assert!(n <= limit, "budget never ran out");
+            prop_assert!(ddirs.contains(&io.ddir));
+            prop_assert!(io.len > 0);
+            prop_assert!(
+                files.iter().any(|f| io.offset >= f.start && io.offset + io.len <= f.start + f.len),
+                "{:?} outside {:?}", io, files
+            );
+            // A trimwrite's trim covers exactly the range of its write.
+            let i = if matches!(rw, RwPattern::TrimWrite | RwPattern::RandTrimWrite) {
+                Ddir::Write.index()
+            } else {
+                io.ddir.index()
+            };
+            let min = BsChooser::new(&s.bs[i], unaligned).unwrap().min();
+            let max = BsChooser::new(&s.bs[i], unaligned).unwrap().max();
+            prop_assert!(io.len >= min && io.len <= max, "{:?} not in {}..={}", io, min, max);
+            if rw.is_random() && modifier.is_none_or(|m| m <= 1) {
+                let f = files.iter().find(|f| io.offset >= f.start && io.offset < f.start + f.len).unwrap();
+                let ba = s.blockalign[i].unwrap_or(min);
+                prop_assert_eq!((io.offset - f.start) % ba, 0, "{:?} not aligned to {}", io, ba);
+            }
+        }
+        prop_assert!(g.bytes_done() >= layout.io_bytes);
+    }
+
+    #[test]
+    fn same_seed_same_sequence(
+        rw in all_patterns(),
+        bs in block_sizes(),
+        dist in distributions(),
+        seed in any::<u64>(),
+    ) {
+        let mut s = spec(rw);
+        s.bs = [bs.clone(), bs.clone(), bs];
+        s.random_distribution = dist;
+        s.time_based = true;
+        let l = one_file(4096, 1 << 24);
+        let run = |seed| {
+            let mut g = Generator::new(&s, &l, seed).unwrap();
+            (0..300).map(|_| g.next_io().unwrap()).collect::<Vec<_>>()
+        };
+        let a = run(seed);
+        prop_assert_eq!(&a, &run(seed));
+        if rw.is_random() {
+            prop_assert_ne!(&a, &run(seed ^ 1));
+        }
+    }
+}
