@@ -66,7 +66,10 @@ impl RwPattern {
 pub enum BlockSizes {
     Fixed(u64),
     /// `bsrange=min-max`: uniform in multiples of `min` (unless `bs_unaligned`).
-    Range { min: u64, max: u64 },
+    Range {
+        min: u64,
+        max: u64,
+    },
     /// `bssplit=size/pct:...`: weights in percent (sum 100 after filling blanks).
     Split(Vec<(u64, u32)>),
 }
@@ -101,11 +104,20 @@ pub enum RateProcess {
 pub enum RandomDistribution {
     Random,
     /// zipf:theta
-    Zipf { theta: f64, center: Option<f64> },
+    Zipf {
+        theta: f64,
+        center: Option<f64>,
+    },
     /// pareto:h
-    Pareto { h: f64, center: Option<f64> },
+    Pareto {
+        h: f64,
+        center: Option<f64>,
+    },
     /// normal:sigma_percent (fio's "gauss")
-    Normal { sigma_pct: f64, center: Option<f64> },
+    Normal {
+        sigma_pct: f64,
+        center: Option<f64>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,6 +135,15 @@ pub enum IoPrioClass {
     Rt = 1,
     Be = 2,
     Idle = 3,
+}
+
+/// One zone of `random_distribution=zoned:` / `zoned_abs:`: `access_pct` percent
+/// of random I/Os fall into the next `region` of the file (a percentage for
+/// `zoned`, bytes for `zoned_abs`); zones follow each other from offset 0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RandomZone {
+    pub access_pct: u32,
+    pub region: SizeSpec,
 }
 
 /// A size that may be given as bytes or as a percentage of the device/file.
@@ -199,6 +220,9 @@ pub struct JobSpec {
     pub thinktime_blocks: u32,
 
     pub random_distribution: RandomDistribution,
+    /// `random_distribution=zoned:...`/`zoned_abs:...` per direction (read,
+    /// write, trim); `random_distribution` is `Random` when this is set.
+    pub random_zones: Option<[Vec<RandomZone>; 3]>,
     pub random_generator: RandomGenerator,
     pub norandommap: bool,
     pub randrepeat: bool,
@@ -223,6 +247,10 @@ pub struct JobSpec {
     pub fsync: u32,
     pub fdatasync: u32,
     pub end_fsync: bool,
+
+    /// `kb_base` (1024 or 1000): how size suffixes were read, and which unit
+    /// prefixes fio's normal output prefers.
+    pub kb_base: u32,
 
     /// Options given in this job's own section (and its includes), in file
     /// order, as fio prints them under "job options" in JSON.
@@ -319,6 +347,7 @@ impl JobSpec {
             thinktime: 0,
             thinktime_blocks: 1,
             random_distribution: RandomDistribution::Random,
+            random_zones: None,
             random_generator: RandomGenerator::Tausworthe,
             norandommap: false,
             randrepeat: true,
@@ -337,6 +366,7 @@ impl JobSpec {
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
+            kb_base: 1024,
             job_options: Vec::new(),
         }
     }

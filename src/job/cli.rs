@@ -1,0 +1,147 @@
+//! fio's command-line job form: `--name=job --rw=randread ...` (one or two
+//! dashes), with job files as positional arguments.
+//!
+//! As in fio: options before the first `--name` form a global section;
+//! `--name=global` opens another global section; every other `--name=x`
+//! starts job `x`. Job files come after the command-line jobs, inherit the
+//! command line's globals, and each file after the first starts with a
+//! stonewall (fio separates job files that way).
+
+use std::path::Path;
+
+use super::lexer::{error, lex, RawOpt, Section};
+use super::options::{lookup, suggest, Arg};
+use super::parse::Parser;
+use super::spec::{JobError, JobFile};
+
+pub(crate) const SOURCE: &str = "<command line>";
+
+fn arg_error(option: Option<&str>, arg: &str, message: String) -> JobError {
+    error(SOURCE, 0, option, format!("{message} (argument '{arg}')"))
+}
+
+pub(crate) fn parse_args(
+    args: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<JobFile, JobError> {
+    let mut sections: Vec<Section> = Vec::new();
+    let mut files: Vec<&str> = Vec::new();
+    let mut only_files = false;
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].as_str();
+        i += 1;
+        let body = if only_files || arg == "-" || !arg.starts_with('-') {
+            files.push(arg);
+            continue;
+        } else if arg == "--" {
+            only_files = true;
+            continue;
+        } else {
+            arg.strip_prefix("--").unwrap_or(&arg[1..])
+        };
+        let (key, mut value) = match body.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_string())),
+            None => (body, None),
+        };
+        let Some(def) = lookup(key) else {
+            let msg = match suggest(key) {
+                Some(s) => format!("unknown option '{key}'; did you mean '{s}'?"),
+                None => format!("unknown option '{key}'"),
+            };
+            return Err(arg_error(Some(key), arg, msg));
+        };
+        // getopt semantics: a required value may be the next argument.
+        if value.is_none() {
+            let next = args.get(i).map(String::as_str);
+            match def.arg {
+                Arg::Value => match next {
+                    Some(n) => {
+                        value = Some(n.to_string());
+                        i += 1;
+                    }
+                    None => {
+                        return Err(arg_error(
+                            Some(key),
+                            arg,
+                            format!("option '{key}' needs a value"),
+                        ));
+                    }
+                },
+                Arg::Bool => {
+                    if let Some(n) = next.filter(|n| matches!(*n, "0" | "1")) {
+                        value = Some(n.to_string());
+                        i += 1;
+                    }
+                }
+                Arg::Flag | Arg::Optional => {}
+            }
+        }
+        if def.name == "name" {
+            let name = value.unwrap_or_default().trim().to_string();
+            if name.is_empty() {
+                return Err(arg_error(
+                    Some(key),
+                    arg,
+                    "option 'name' needs a job name".into(),
+                ));
+            }
+            let is_global = name == "global";
+            let mut sec = Section {
+                name: name.clone(),
+                file: SOURCE.to_string(),
+                line: 0,
+                opts: Vec::new(),
+            };
+            // fio records --name among the job's options.
+            if !is_global {
+                sec.opts.push(RawOpt {
+                    key: key.to_string(),
+                    value: Some(name),
+                    file: SOURCE.to_string(),
+                    line: 0,
+                    arg: Some(arg.to_string()),
+                });
+            }
+            sections.push(sec);
+            continue;
+        }
+        if sections.is_empty() {
+            sections.push(Section {
+                name: "global".to_string(),
+                file: SOURCE.to_string(),
+                line: 0,
+                opts: Vec::new(),
+            });
+        }
+        if let Some(sec) = sections.last_mut() {
+            sec.opts.push(RawOpt {
+                key: key.to_string(),
+                value,
+                file: SOURCE.to_string(),
+                line: 0,
+                arg: Some(arg.to_string()),
+            });
+        }
+    }
+
+    let mut parser = Parser::new(env);
+    for sec in &sections {
+        parser.section(sec, false)?;
+    }
+    for (idx, file) in files.iter().enumerate() {
+        let path = Path::new(file);
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| error(file, 0, None, format!("cannot read job file: {e}")))?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        let mut first_job = idx > 0;
+        for sec in lex(&text, file, base)? {
+            let stonewall = first_job && !sec.is_global();
+            if stonewall {
+                first_job = false;
+            }
+            parser.section(&sec, stonewall)?;
+        }
+    }
+    parser.finish(SOURCE)
+}

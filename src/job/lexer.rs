@@ -1,0 +1,269 @@
+//! Job-file lines → sections of raw `key[=value]` options.
+//!
+//! Handles comments (`;`/`#` lines, and like fio everything after a `;` or
+//! `#` on a line), `[section]` headers, and `include FILE` (resolved against
+//! the including file's directory, nested, sections forbidden inside).
+//! Values are kept verbatim here; `${VAR}` expansion happens in the parser.
+
+use std::path::{Path, PathBuf};
+
+use super::spec::JobError;
+
+/// Nested includes deeper than this are treated as a loop.
+const MAX_INCLUDE_DEPTH: u32 = 16;
+
+/// One `key[=value]` as written, with where it was written.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct RawOpt {
+    pub key: String,
+    /// `None` for a bare `key`.
+    pub value: Option<String>,
+    pub file: String,
+    /// 1-based; 0 on the command line.
+    pub line: u32,
+    /// The command-line argument this came from, for error messages.
+    pub arg: Option<String>,
+}
+
+/// A `[name]` section and its options (includes already spliced in).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Section {
+    pub name: String,
+    pub file: String,
+    pub line: u32,
+    pub opts: Vec<RawOpt>,
+}
+
+impl Section {
+    pub(crate) fn is_global(&self) -> bool {
+        self.name == "global"
+    }
+}
+
+pub(crate) fn error(
+    file: &str,
+    line: u32,
+    option: Option<&str>,
+    message: impl Into<String>,
+) -> JobError {
+    JobError {
+        file: file.to_string(),
+        line,
+        option: option.map(str::to_string),
+        message: message.into(),
+    }
+}
+
+/// Split job-file text into sections.
+pub(crate) fn lex(text: &str, source: &str, base_dir: &Path) -> Result<Vec<Section>, JobError> {
+    let mut sections = Vec::new();
+    lex_into(text, source, base_dir, 0, &mut sections)?;
+    Ok(sections)
+}
+
+/// The part of a line that matters: leading/trailing blanks and comments
+/// removed. fio cuts a line at its first `;` or `#`, wherever it is.
+fn significant(line: &str) -> &str {
+    let cut = line.find([';', '#']).unwrap_or(line.len());
+    line[..cut].trim()
+}
+
+fn lex_into(
+    text: &str,
+    source: &str,
+    base_dir: &Path,
+    depth: u32,
+    sections: &mut Vec<Section>,
+) -> Result<(), JobError> {
+    let nested = depth > 0;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    for (idx, raw) in text.lines().enumerate() {
+        let line_no = u32::try_from(idx + 1).unwrap_or(u32::MAX);
+        let line = significant(raw);
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('[') {
+            if nested {
+                return Err(error(
+                    source,
+                    line_no,
+                    None,
+                    format!("included files may not contain sections, found '{line}'"),
+                ));
+            }
+            let Some(inner) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
+                return Err(error(
+                    source,
+                    line_no,
+                    None,
+                    format!("section header '{line}' has no closing ']'"),
+                ));
+            };
+            let name = inner.trim();
+            if name.is_empty() {
+                return Err(error(source, line_no, None, "empty section name '[]'"));
+            }
+            if name.contains(['[', ']']) {
+                return Err(error(
+                    source,
+                    line_no,
+                    None,
+                    format!("bad section header '{line}'; expected [name]"),
+                ));
+            }
+            sections.push(Section {
+                name: name.to_string(),
+                file: source.to_string(),
+                line: line_no,
+                opts: Vec::new(),
+            });
+            continue;
+        }
+        if let Some(rest) = include_target(line) {
+            if sections.is_empty() {
+                return Err(error(
+                    source,
+                    line_no,
+                    Some("include"),
+                    "include before any [section]; put it inside [global] or a job",
+                ));
+            }
+            if rest.is_empty() {
+                return Err(error(
+                    source,
+                    line_no,
+                    Some("include"),
+                    "include needs a file name",
+                ));
+            }
+            if depth >= MAX_INCLUDE_DEPTH {
+                return Err(error(
+                    source,
+                    line_no,
+                    Some("include"),
+                    format!("includes nested more than {MAX_INCLUDE_DEPTH} deep (include loop?)"),
+                ));
+            }
+            let path: PathBuf = if Path::new(rest).is_absolute() {
+                PathBuf::from(rest)
+            } else {
+                base_dir.join(rest)
+            };
+            let inc_text = std::fs::read_to_string(&path).map_err(|e| {
+                error(
+                    source,
+                    line_no,
+                    Some("include"),
+                    format!("cannot read include file '{}': {e}", path.display()),
+                )
+            })?;
+            let inc_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            let inc_name = path.display().to_string();
+            lex_into(&inc_text, &inc_name, &inc_dir, depth + 1, sections)?;
+            continue;
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim().to_string())),
+            None => (line, None),
+        };
+        if key.is_empty() {
+            return Err(error(
+                source,
+                line_no,
+                None,
+                format!("missing option name in '{line}'"),
+            ));
+        }
+        let Some(section) = sections.last_mut() else {
+            return Err(error(
+                source,
+                line_no,
+                Some(key),
+                "option before any [section]; start with [global] or [jobname]",
+            ));
+        };
+        section.opts.push(RawOpt {
+            key: key.to_string(),
+            value,
+            file: source.to_string(),
+            line: line_no,
+            arg: None,
+        });
+    }
+    Ok(())
+}
+
+/// `include FILE` → Some("FILE"); other lines → None.
+fn include_target(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("include")?;
+    if rest.is_empty() {
+        return Some("");
+    }
+    if rest.starts_with(|c: char| c.is_whitespace()) {
+        return Some(rest.trim());
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lexed(text: &str) -> Result<Vec<Section>, JobError> {
+        lex(text, "t.fio", Path::new("/nonexistent"))
+    }
+
+    #[test]
+    fn sections_options_and_comments() {
+        let s = lexed(
+            "; header comment\n# another\n\n[global]\nbs = 4k ; trailing\nrw=randread # trailing\n\
+             time_based\n  [ job one ]  \nsize=1m\n",
+        )
+        .unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].name, "global");
+        assert_eq!(s[0].line, 4);
+        let kv: Vec<_> = s[0]
+            .opts
+            .iter()
+            .map(|o| (o.key.as_str(), o.value.as_deref(), o.line))
+            .collect();
+        assert_eq!(
+            kv,
+            vec![
+                ("bs", Some("4k"), 5),
+                ("rw", Some("randread"), 6),
+                ("time_based", None, 7)
+            ]
+        );
+        assert_eq!(s[1].name, "job one");
+        assert_eq!(s[1].opts[0].value.as_deref(), Some("1m"));
+    }
+
+    #[test]
+    fn errors() {
+        let e = lexed("bs=4k\n").unwrap_err();
+        assert_eq!((e.line, e.option.as_deref()), (1, Some("bs")));
+        let e = lexed("[global\n").unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(e.message.contains("closing"));
+        let e = lexed("[]\n").unwrap_err();
+        assert!(e.message.contains("empty"));
+        let e = lexed("[a]\ninclude\n").unwrap_err();
+        assert_eq!((e.line, e.option.as_deref()), (2, Some("include")));
+        let e = lexed("[a]\ninclude missing.fio\n").unwrap_err();
+        assert!(e.message.contains("missing.fio"), "{e}");
+        let e = lexed("include x.fio\n").unwrap_err();
+        assert!(e.message.contains("before any"));
+        let e = lexed("[a]\n=5\n").unwrap_err();
+        assert_eq!(e.line, 2);
+    }
+
+    #[test]
+    fn include_keyword_needs_a_separator() {
+        assert_eq!(include_target("include foo.fio"), Some("foo.fio"));
+        assert_eq!(include_target("include\tfoo.fio"), Some("foo.fio"));
+        assert_eq!(include_target("includes=1"), None);
+    }
+}

@@ -1,0 +1,657 @@
+//! fio's option names (with aliases) and which of them the model uses.
+//!
+//! The table lists every job option of fio's `options.c` plus the common
+//! ioengine-specific ones documented in HOWTO.rst. Options the model does not
+//! use are still recognised, so real job files parse: they are accepted
+//! unvalidated and reported in `JobFile::ignored`. A name not in the table is
+//! an error, with a "did you mean" suggestion.
+
+use super::spec::EngineKind;
+
+/// Options the parser turns into `JobSpec` fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Key {
+    Name,
+    Rw,
+    RwMixRead,
+    RwMixWrite,
+    Bs,
+    BsRange,
+    BsSplit,
+    BlockAlign,
+    BsUnaligned,
+    Size,
+    IoSize,
+    Offset,
+    OffsetIncrement,
+    Filename,
+    Directory,
+    FileSize,
+    NrFiles,
+    NumJobs,
+    IoDepth,
+    IoDepthBatchSubmit,
+    IoDepthBatchCompleteMin,
+    IoDepthBatchCompleteMax,
+    IoDepthLow,
+    Direct,
+    Buffered,
+    IoEngine,
+    Runtime,
+    TimeBased,
+    RampTime,
+    StartDelay,
+    Loops,
+    NumberIos,
+    Rate,
+    RateIops,
+    RateProcess,
+    ThinkTime,
+    ThinkTimeBlocks,
+    RandomDistribution,
+    RandomGenerator,
+    NoRandomMap,
+    RandRepeat,
+    RandSeed,
+    GroupReporting,
+    NewGroup,
+    Stonewall,
+    Cgroup,
+    CgroupWeight,
+    Prio,
+    PrioClass,
+    CpusAllowed,
+    PercentileList,
+    ClatPercentiles,
+    LatPercentiles,
+    SlatPercentiles,
+    BwAvgTime,
+    IopsAvgTime,
+    Fsync,
+    Fdatasync,
+    EndFsync,
+    KbBase,
+}
+
+/// Whether an option may be written without `=value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arg {
+    /// fio's "set" options (`time_based`, `thread`): bare means on.
+    Flag,
+    /// Booleans: bare means 1, otherwise 0/1.
+    Bool,
+    /// A value is required.
+    Value,
+    /// The value is optional (`write_bw_log` with or without a prefix).
+    Optional,
+}
+
+impl Arg {
+    pub(crate) fn bare_ok(self) -> bool {
+        !matches!(self, Arg::Value)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct OptDef {
+    /// fio's canonical name, used in `job_options` and `ignored`.
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub arg: Arg,
+    /// `None` = a valid fio option the model ignores.
+    pub key: Option<Key>,
+}
+
+const fn m(name: &'static str, aliases: &'static [&'static str], arg: Arg, key: Key) -> OptDef {
+    OptDef {
+        name,
+        aliases,
+        arg,
+        key: Some(key),
+    }
+}
+
+const fn ig(name: &'static str, aliases: &'static [&'static str], arg: Arg) -> OptDef {
+    OptDef {
+        name,
+        aliases,
+        arg,
+        key: None,
+    }
+}
+
+use Arg::{Bool, Flag, Optional, Value};
+
+/// Every option fio knows. Canonical names and aliases follow options.c
+/// (e.g. `bs` with alias `blocksize`, `iodepth_batch` with alias
+/// `iodepth_batch_submit`).
+pub(crate) static OPTIONS: &[OptDef] = &[
+    // ---- modelled ----
+    m("name", &[], Value, Key::Name),
+    m("rw", &["readwrite"], Value, Key::Rw),
+    m("rwmixread", &[], Value, Key::RwMixRead),
+    m("rwmixwrite", &[], Value, Key::RwMixWrite),
+    m("bs", &["blocksize"], Value, Key::Bs),
+    m("bsrange", &["blocksize_range"], Value, Key::BsRange),
+    m("bssplit", &[], Value, Key::BsSplit),
+    m("ba", &["blockalign"], Value, Key::BlockAlign),
+    m(
+        "bs_unaligned",
+        &["blocksize_unaligned"],
+        Flag,
+        Key::BsUnaligned,
+    ),
+    m("size", &[], Value, Key::Size),
+    m("io_size", &["io_limit"], Value, Key::IoSize),
+    m("offset", &["fileoffset"], Value, Key::Offset),
+    m("offset_increment", &[], Value, Key::OffsetIncrement),
+    m("filename", &[], Value, Key::Filename),
+    m("directory", &[], Value, Key::Directory),
+    m("filesize", &[], Value, Key::FileSize),
+    m("nrfiles", &["nr_files"], Value, Key::NrFiles),
+    m("numjobs", &[], Value, Key::NumJobs),
+    m("iodepth", &[], Value, Key::IoDepth),
+    m(
+        "iodepth_batch",
+        &["iodepth_batch_submit"],
+        Value,
+        Key::IoDepthBatchSubmit,
+    ),
+    m(
+        "iodepth_batch_complete_min",
+        &["iodepth_batch_complete"],
+        Value,
+        Key::IoDepthBatchCompleteMin,
+    ),
+    m(
+        "iodepth_batch_complete_max",
+        &[],
+        Value,
+        Key::IoDepthBatchCompleteMax,
+    ),
+    m("iodepth_low", &[], Value, Key::IoDepthLow),
+    m("direct", &[], Bool, Key::Direct),
+    m("buffered", &[], Bool, Key::Buffered),
+    m("ioengine", &[], Value, Key::IoEngine),
+    m("runtime", &["timeout"], Value, Key::Runtime),
+    m("time_based", &[], Flag, Key::TimeBased),
+    m("ramp_time", &[], Value, Key::RampTime),
+    m("startdelay", &[], Value, Key::StartDelay),
+    m("loops", &[], Value, Key::Loops),
+    m("number_ios", &[], Value, Key::NumberIos),
+    m("rate", &[], Value, Key::Rate),
+    m("rate_iops", &[], Value, Key::RateIops),
+    m("rate_process", &[], Value, Key::RateProcess),
+    m("thinktime", &[], Value, Key::ThinkTime),
+    m("thinktime_blocks", &[], Value, Key::ThinkTimeBlocks),
+    m("random_distribution", &[], Value, Key::RandomDistribution),
+    m("random_generator", &[], Value, Key::RandomGenerator),
+    m("norandommap", &[], Flag, Key::NoRandomMap),
+    m("randrepeat", &[], Bool, Key::RandRepeat),
+    m("randseed", &[], Value, Key::RandSeed),
+    m("group_reporting", &[], Flag, Key::GroupReporting),
+    m("new_group", &[], Flag, Key::NewGroup),
+    m("stonewall", &["wait_for_previous"], Flag, Key::Stonewall),
+    m("cgroup", &[], Value, Key::Cgroup),
+    m("cgroup_weight", &[], Value, Key::CgroupWeight),
+    m("prio", &[], Value, Key::Prio),
+    m("prioclass", &[], Value, Key::PrioClass),
+    m("cpus_allowed", &[], Value, Key::CpusAllowed),
+    m("percentile_list", &[], Value, Key::PercentileList),
+    m("clat_percentiles", &[], Bool, Key::ClatPercentiles),
+    m("lat_percentiles", &[], Bool, Key::LatPercentiles),
+    m("slat_percentiles", &[], Bool, Key::SlatPercentiles),
+    m("bwavgtime", &[], Value, Key::BwAvgTime),
+    m("iopsavgtime", &[], Value, Key::IopsAvgTime),
+    m("fsync", &[], Value, Key::Fsync),
+    m("fdatasync", &[], Value, Key::Fdatasync),
+    m("end_fsync", &[], Bool, Key::EndFsync),
+    m("kb_base", &[], Value, Key::KbBase),
+    // ---- valid fio options the model ignores: job description, files ----
+    ig("description", &[], Value),
+    ig("wait_for", &[], Value),
+    ig("filename_format", &[], Value),
+    ig("unique_filename", &[], Bool),
+    ig("lockfile", &[], Value),
+    ig("opendir", &[], Value),
+    ig("rw_sequencer", &[], Value),
+    ig("io_submit_mode", &[], Value),
+    ig("serialize_overlap", &[], Bool),
+    ig("fill_device", &["fill_fs"], Bool),
+    ig("file_append", &[], Bool),
+    ig("offset_align", &[], Value),
+    ig("bs_is_seq_rand", &[], Bool),
+    ig("softrandommap", &[], Bool),
+    ig("percentage_random", &[], Value),
+    ig("percentage_sequential", &[], Value),
+    ig("allrandrepeat", &[], Bool),
+    ig("openfiles", &[], Value),
+    ig("file_service_type", &[], Value),
+    ig("fallocate", &[], Value),
+    ig("fadvise_hint", &[], Value),
+    ig("write_barrier", &[], Value),
+    ig("sync_file_range", &[], Value),
+    ig("atomic", &[], Bool),
+    ig("overwrite", &[], Bool),
+    ig("verify_only", &[], Flag),
+    ig("clocksource", &[], Value),
+    ig("mem", &["iomem"], Value),
+    ig("iomem_align", &["mem_align"], Value),
+    ig("hugepage-size", &[], Value),
+    ig("lockmem", &[], Value),
+    ig("invalidate", &[], Bool),
+    ig("sync", &[], Value),
+    ig("write_hint", &[], Value),
+    ig("create_serialize", &[], Bool),
+    ig("create_fsync", &[], Bool),
+    ig("create_on_open", &[], Bool),
+    ig("create_only", &[], Bool),
+    ig("allow_file_create", &[], Bool),
+    ig("allow_mounted_write", &[], Bool),
+    ig("pre_read", &[], Bool),
+    ig("fsync_on_close", &[], Bool),
+    ig("unlink", &[], Bool),
+    ig("unlink_each_loop", &[], Bool),
+    ig("ioscheduler", &[], Value),
+    ig("exec_prerun", &[], Value),
+    ig("exec_postrun", &[], Value),
+    ig("ramp_size", &[], Value),
+    ig("num_range", &[], Value),
+    // zones
+    ig("zonemode", &[], Value),
+    ig("zonesize", &[], Value),
+    ig("zonecapacity", &[], Value),
+    ig("zonerange", &[], Value),
+    ig("zoneskip", &[], Value),
+    ig("read_beyond_wp", &[], Bool),
+    ig("max_open_zones", &[], Value),
+    ig("job_max_open_zones", &[], Value),
+    ig("ignore_zone_limits", &[], Bool),
+    ig("zone_reset_threshold", &[], Value),
+    ig("zone_reset_frequency", &[], Value),
+    ig("dataplacement", &["fdp"], Optional),
+    ig("plids", &["fdp_pli"], Value),
+    ig("dp_id_select", &[], Value),
+    ig("sprandom", &[], Bool),
+    // verify / trim-verify
+    ig("verify", &[], Value),
+    ig("do_verify", &[], Bool),
+    ig("verifysort", &[], Value),
+    ig("verifysort_nr", &[], Value),
+    ig("verify_interval", &[], Value),
+    ig("verify_offset", &[], Value),
+    ig("verify_pattern", &[], Value),
+    ig("verify_fatal", &[], Bool),
+    ig("verify_dump", &[], Bool),
+    ig("verify_async", &[], Value),
+    ig("verify_backlog", &[], Value),
+    ig("verify_backlog_batch", &[], Value),
+    ig("verify_async_cpus", &[], Value),
+    ig("experimental_verify", &[], Bool),
+    ig("verify_state_load", &[], Bool),
+    ig("verify_state_save", &[], Bool),
+    ig("verify_write_sequence", &[], Bool),
+    ig("verify_header_seed", &[], Bool),
+    ig("trim_percentage", &[], Value),
+    ig("trim_verify_zero", &[], Bool),
+    ig("trim_backlog", &[], Value),
+    ig("trim_backlog_batch", &[], Value),
+    // replay
+    ig("write_iolog", &[], Value),
+    ig("read_iolog", &[], Value),
+    ig("read_iolog_chunked", &[], Bool),
+    ig("replay_no_stall", &[], Bool),
+    ig("replay_redirect", &[], Value),
+    ig("replay_scale", &[], Value),
+    ig("replay_align", &[], Value),
+    ig("replay_time_scale", &[], Value),
+    ig("replay_skip", &[], Value),
+    ig("merge_blktrace_file", &[], Value),
+    ig("merge_blktrace_scalars", &[], Value),
+    ig("merge_blktrace_iters", &[], Value),
+    // rate, think time, latency targets
+    ig("rwmixcycle", &[], Value),
+    ig("thinktime_spin", &[], Value),
+    ig("thinktime_blocks_type", &[], Value),
+    ig("thinktime_iotime", &[], Value),
+    ig("rate_min", &["ratemin"], Value),
+    ig("rate_iops_min", &[], Value),
+    ig("rate_cycle", &["ratecycle"], Value),
+    ig("rate_ignore_thinktime", &[], Bool),
+    ig("max_latency", &[], Value),
+    ig("latency_target", &[], Value),
+    ig("latency_window", &[], Value),
+    ig("latency_percentile", &[], Value),
+    ig("latency_run", &[], Bool),
+    // processes, credentials, CPUs
+    ig("nice", &[], Value),
+    ig("priohint", &[], Value),
+    ig("cpumask", &[], Value),
+    ig("cpus_allowed_policy", &[], Value),
+    ig("numa_cpu_nodes", &[], Value),
+    ig("numa_mem_policy", &[], Value),
+    ig("gpu_dev_id", &[], Value),
+    ig("exitall", &[], Flag),
+    ig("exit_what", &[], Value),
+    ig("exitall_on_error", &[], Flag),
+    ig("thread", &[], Flag),
+    ig("uid", &[], Value),
+    ig("gid", &[], Value),
+    ig("cgroup_nodelete", &[], Bool),
+    ig("flow_id", &[], Value),
+    ig("flow", &[], Value),
+    ig("flow_watermark", &[], Value),
+    ig("flow_sleep", &[], Value),
+    ig("profile", &[], Value),
+    ig("job_start_clock_id", &[], Value),
+    // logging and reporting
+    ig("per_job_logs", &[], Bool),
+    ig("write_bw_log", &[], Optional),
+    ig("write_lat_log", &[], Optional),
+    ig("write_iops_log", &[], Optional),
+    ig("write_hist_log", &[], Optional),
+    ig("log_entries", &[], Value),
+    ig("log_avg_msec", &[], Value),
+    ig("log_hist_msec", &[], Value),
+    ig("log_hist_coarseness", &[], Value),
+    ig("log_window_value", &["log_max_value"], Value),
+    ig("log_offset", &[], Bool),
+    ig("log_prio", &[], Bool),
+    ig("log_issue_time", &[], Bool),
+    ig("log_compression", &[], Value),
+    ig("log_compression_cpus", &[], Value),
+    ig("log_store_compressed", &[], Bool),
+    ig("log_unix_epoch", &[], Bool),
+    ig("log_alternate_epoch", &[], Bool),
+    ig("log_alternate_epoch_clock_id", &[], Value),
+    ig("block_error_percentiles", &[], Bool),
+    ig("stats", &[], Bool),
+    ig("significant_figures", &[], Value),
+    ig("disk_util", &[], Bool),
+    ig("gtod_reduce", &[], Bool),
+    ig("disable_lat", &[], Bool),
+    ig("disable_clat", &[], Bool),
+    ig("disable_slat", &[], Bool),
+    ig("disable_bw_measurement", &["disable_bw"], Bool),
+    ig("gtod_cpu", &[], Value),
+    ig("unified_rw_reporting", &[], Value),
+    ig("unit_base", &[], Value),
+    ig("continue_on_error", &[], Value),
+    ig("ignore_error", &[], Value),
+    ig("error_dump", &[], Bool),
+    ig("steadystate", &["ss"], Value),
+    ig("steadystate_duration", &["ss_dur"], Value),
+    ig("steadystate_ramp_time", &["ss_ramp"], Value),
+    ig("steadystate_check_interval", &["ss_interval"], Value),
+    // buffer contents
+    ig("zero_buffers", &[], Flag),
+    ig("refill_buffers", &[], Flag),
+    ig("scramble_buffers", &[], Bool),
+    ig("buffer_pattern", &[], Value),
+    ig("buffer_compress_percentage", &[], Value),
+    ig("buffer_compress_chunk", &[], Value),
+    ig("dedupe_percentage", &[], Value),
+    ig("dedupe_global", &[], Bool),
+    ig("dedupe_mode", &[], Value),
+    ig("dedupe_working_set_percentage", &[], Value),
+    // ---- ioengine-specific options (HOWTO "I/O engine specific parameters") ----
+    ig("cmdprio_percentage", &[], Value),
+    ig("cmdprio_class", &[], Value),
+    ig("cmdprio", &[], Value),
+    ig("cmdprio_hint", &[], Value),
+    ig("cmdprio_bssplit", &[], Value),
+    ig("fixedbufs", &[], Flag),
+    ig("nonvectored", &[], Value),
+    ig("force_async", &[], Value),
+    ig("registerfiles", &[], Flag),
+    ig("sqthread_poll", &[], Flag),
+    ig("sqthread_poll_cpu", &[], Value),
+    ig("cmd_type", &[], Value),
+    ig("hipri", &[], Flag),
+    ig("hipri_percentage", &[], Value),
+    ig("userspace_reap", &[], Flag),
+    ig("nowait", &[], Bool),
+    ig("uncached", &[], Value),
+    ig("md_per_io_size", &[], Value),
+    ig("pi_act", &[], Value),
+    ig("pi_chk", &[], Value),
+    ig("apptag", &[], Value),
+    ig("apptag_mask", &[], Value),
+    ig("cpuload", &[], Value),
+    ig("cpuchunks", &[], Value),
+    ig("cpumode", &[], Value),
+    ig("exit_on_io_done", &[], Bool),
+    ig("namenode", &[], Value),
+    ig("port", &[], Value),
+    ig("hostname", &[], Value),
+    ig("serverip", &[], Value),
+    ig("direct_write_to_pmem", &[], Bool),
+    ig("busy_wait_polling", &[], Bool),
+    ig("interface", &[], Value),
+    ig("ttl", &[], Value),
+    ig("nodelay", &[], Bool),
+    ig("protocol", &["proto"], Value),
+    ig("listen", &[], Flag),
+    ig("pingpong", &[], Flag),
+    ig("window_size", &[], Value),
+    ig("mss", &[], Value),
+    ig("donorname", &[], Value),
+    ig("inplace", &[], Value),
+    ig("clustername", &[], Value),
+    ig("rbdname", &[], Value),
+    ig("clientname", &[], Value),
+    ig("conf", &[], Value),
+    ig("busy_poll", &[], Bool),
+    ig("touch_objects", &[], Bool),
+    ig("pool", &[], Value),
+    ig("cont", &[], Value),
+    ig("chunk_size", &[], Value),
+    ig("object_class", &[], Value),
+    ig("skip_bad", &[], Bool),
+    ig("hdfsdirectory", &[], Value),
+    ig("verb", &[], Value),
+    ig("bindname", &[], Value),
+    ig("stat_type", &[], Value),
+    ig("readfua", &[], Bool),
+    ig("writefua", &[], Bool),
+    ig("sg_write_mode", &[], Value),
+    ig("stream_id", &[], Value),
+    ig("http_host", &[], Value),
+    ig("http_user", &[], Value),
+    ig("http_pass", &[], Value),
+    ig("https", &[], Value),
+    ig("http_mode", &[], Value),
+    ig("http_s3_region", &[], Value),
+    ig("http_s3_key", &[], Value),
+    ig("http_s3_keyid", &[], Value),
+    ig("http_s3_sse_customer_key", &[], Value),
+    ig("http_s3_sse_customer_algorithm", &[], Value),
+    ig("http_s3_storage_class", &[], Value),
+    ig("http_swift_auth_token", &[], Value),
+    ig("http_verbose", &[], Value),
+    ig("uri", &[], Value),
+    ig("gpu_dev_ids", &[], Value),
+    ig("cuda_io", &[], Value),
+    ig("nfs_url", &[], Value),
+    ig("program", &[], Value),
+    ig("arguments", &[], Value),
+    ig("grace_time", &[], Value),
+    ig("std_redirect", &[], Bool),
+    ig("xnvme_async", &[], Value),
+    ig("xnvme_sync", &[], Value),
+    ig("xnvme_admin", &[], Value),
+    ig("xnvme_dev_nsid", &[], Value),
+    ig("xnvme_dev_subnqn", &[], Value),
+    ig("xnvme_mem", &[], Value),
+    ig("xnvme_iovec", &[], Value),
+    ig("libblkio_driver", &[], Value),
+    ig("libblkio_path", &[], Value),
+    ig("libblkio_pre_connect_props", &[], Value),
+    ig("libblkio_num_entries", &[], Value),
+    ig("libblkio_queue_size", &[], Value),
+    ig("libblkio_pre_start_props", &[], Value),
+    ig("libblkio_vectored", &[], Flag),
+    ig("libblkio_write_zeroes_on_trim", &[], Flag),
+    ig("libblkio_wait_mode", &[], Value),
+    ig("libblkio_force_enable_completion_eventfd", &[], Flag),
+];
+
+/// Find an option by its name or one of its aliases (case-sensitive, as fio).
+pub(crate) fn lookup(name: &str) -> Option<&'static OptDef> {
+    OPTIONS
+        .iter()
+        .find(|o| o.name == name || o.aliases.contains(&name))
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The closest known option name (or alias) within edit distance 2.
+pub(crate) fn suggest(name: &str) -> Option<&'static str> {
+    // Very long names cannot be within distance 2 of any option; skip the work.
+    if name.len() > 64 {
+        return None;
+    }
+    let lower = name.to_ascii_lowercase();
+    let mut best: Option<(usize, &'static str)> = None;
+    for o in OPTIONS {
+        for cand in std::iter::once(&o.name).chain(o.aliases.iter()) {
+            let d = distance(&lower, cand);
+            if d <= 2 && best.is_none_or(|(bd, _)| d < bd) {
+                best = Some((d, cand));
+            }
+        }
+    }
+    best.map(|(_, n)| n)
+}
+
+/// fio's engine names, classified by how the model can run them.
+pub(crate) fn engine_kind(name: &str) -> Option<EngineKind> {
+    use EngineKind::*;
+    // `external:/path/engine.so` and engine paths load third-party code.
+    if name.starts_with("external") || name.contains('/') {
+        return Some(NotModelled);
+    }
+    Some(match name {
+        "sync" | "psync" | "vsync" | "pvsync" | "pvsync2" | "mmap" => Sync,
+        "libaio" | "io_uring" | "posixaio" | "solarisaio" | "windowsaio" => Async,
+        "io_uring_cmd" | "sg" => Passthrough,
+        "null" => Null,
+        "net"
+        | "netsplice"
+        | "cpuio"
+        | "exec"
+        | "filecreate"
+        | "filestat"
+        | "filedelete"
+        | "dircreate"
+        | "dirstat"
+        | "dirdelete"
+        | "rdma"
+        | "librpma_apm"
+        | "librpma_gpspm"
+        | "librpma_apm_client"
+        | "librpma_apm_server"
+        | "librpma_gpspm_client"
+        | "librpma_gpspm_server"
+        | "http"
+        | "nbd"
+        | "rbd"
+        | "rados"
+        | "libhdfs"
+        | "nfs"
+        | "dfs"
+        | "ime_psync"
+        | "ime_psyncv"
+        | "ime_aio"
+        | "falloc"
+        | "ftruncate"
+        | "e4defrag"
+        | "splice"
+        | "libpmem"
+        | "pmemblk"
+        | "dev-dax"
+        | "mtd"
+        | "gfapi"
+        | "gfapi_async"
+        | "xnvme"
+        | "libblkio"
+        | "libzbc"
+        | "libiscsi"
+        | "libcufile"
+        | "spdk"
+        | "guasi"
+        | "binject"
+        | "syslet-rw" => NotModelled,
+        _ => return None,
+    })
+}
+
+/// Engine names for the "expected one of" message.
+pub(crate) const ENGINE_HINT: &str =
+    "sync, psync, vsync, pvsync, pvsync2, mmap, libaio, io_uring, \
+posixaio, io_uring_cmd, sg, null, or another fio engine (net, cpuio, rbd, http, ...)";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for o in OPTIONS {
+            for n in std::iter::once(&o.name).chain(o.aliases.iter()) {
+                assert!(seen.insert(*n), "duplicate option name {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn lookup_by_alias() {
+        assert_eq!(lookup("blocksize").map(|o| o.name), Some("bs"));
+        assert_eq!(
+            lookup("iodepth_batch_submit").map(|o| o.name),
+            Some("iodepth_batch")
+        );
+        assert_eq!(lookup("readwrite").map(|o| o.name), Some("rw"));
+        assert_eq!(lookup("timeout").map(|o| o.name), Some("runtime"));
+        assert_eq!(lookup("ss").map(|o| o.name), Some("steadystate"));
+        assert!(lookup("nonsense").is_none());
+        assert!(lookup("BS").is_none());
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest("iodpth"), Some("iodepth"));
+        assert_eq!(suggest("BS"), Some("bs"));
+        assert_eq!(suggest("runtme"), Some("runtime"));
+        assert_eq!(suggest("completely_unknown_option"), None);
+    }
+
+    #[test]
+    fn engines() {
+        assert_eq!(engine_kind("libaio"), Some(EngineKind::Async));
+        assert_eq!(engine_kind("psync"), Some(EngineKind::Sync));
+        assert_eq!(engine_kind("io_uring_cmd"), Some(EngineKind::Passthrough));
+        assert_eq!(engine_kind("null"), Some(EngineKind::Null));
+        assert_eq!(engine_kind("net"), Some(EngineKind::NotModelled));
+        assert_eq!(
+            engine_kind("external:/tmp/x.so"),
+            Some(EngineKind::NotModelled)
+        );
+        assert_eq!(engine_kind("libaoi"), None);
+    }
+}

@@ -1,0 +1,1078 @@
+//! Sections of raw options → `JobSpec`s.
+//!
+//! Mirrors fio's model: `[global]` sections accumulate into one default job
+//! (fio's `def_thread`); each job section starts from a copy of it, so a
+//! global only affects jobs below it. Jobs are expanded by `numjobs` and get
+//! reporting groups the way fio's `add_job` assigns them.
+
+use super::lexer::{error, RawOpt, Section};
+use super::options::{engine_kind, lookup, suggest, Arg, Key, OptDef, ENGINE_HINT};
+use super::spec::*;
+use super::units::{
+    eval_expression, parse_float, parse_percent, parse_signed, parse_size, parse_time_ns,
+    split_top_level, Unit, SIZE_HINT,
+};
+
+/// fio's limit on the number of jobs (`FIO_MAX_JOBS`).
+pub(crate) const MAX_JOBS: usize = 4096;
+/// fio's limits: `BSSPLIT_MAX`, `ZONESPLIT_MAX`, `FIO_IO_U_LIST_MAX_LEN`.
+const BSSPLIT_MAX: usize = 64;
+const ZONESPLIT_MAX: usize = 256;
+const PERCENTILE_MAX: usize = 20;
+/// Highest CPU number accepted in `cpus_allowed` (bounds the list size).
+const MAX_CPU: u64 = 4095;
+
+const NS_PER_SEC: u64 = 1_000_000_000;
+const NS_PER_US: u64 = 1_000;
+
+/// Values for fio's reserved keywords. The simulator models a machine rather
+/// than reading the host, so these are fixed (overridable through the `env`
+/// lookup with `ELEVATOR_MB_MEMORY` / `ELEVATOR_NCPUS`) to stay deterministic.
+pub(crate) const PAGESIZE: u64 = 4096;
+pub(crate) const DEFAULT_MB_MEMORY: u64 = 16384;
+pub(crate) const DEFAULT_NCPUS: u64 = 8;
+
+const RW_HINT: &str =
+    "expected one of: read, write, trim, randread, randwrite, randtrim, rw, readwrite, randrw, trimwrite, randtrimwrite";
+
+/// A job section's options before fio's end-of-parse fixups.
+#[derive(Clone, Debug)]
+struct Builder {
+    spec: JobSpec,
+    /// Per-direction `bs`, `bsrange` and `bssplit`; fio keeps them apart and
+    /// `bssplit` beats `bsrange` beats `bs` (see `finish`).
+    bs: [u64; 3],
+    bsrange: [Option<(u64, u64)>; 3],
+    bssplit: [Option<Vec<(u64, u32)>>; 3],
+    new_group: bool,
+}
+
+impl Builder {
+    fn new() -> Builder {
+        let mut spec = JobSpec::with_defaults("");
+        // 0 = "not set": fio derives these from iodepth at the end.
+        spec.iodepth_low = 0;
+        spec.iodepth_batch_complete_max = 0;
+        Builder {
+            spec,
+            bs: [4096; 3],
+            bsrange: [None, None, None],
+            bssplit: [None, None, None],
+            new_group: false,
+        }
+    }
+
+    /// fio's `fixup_options` for the fields the model uses.
+    fn finish(mut self) -> JobSpec {
+        for d in 0..3 {
+            self.spec.bs[d] = if let Some(split) = self.bssplit[d].take() {
+                BlockSizes::Split(split)
+            } else if let Some((min, max)) = self.bsrange[d] {
+                BlockSizes::Range { min, max }
+            } else {
+                BlockSizes::Fixed(self.bs[d])
+            };
+        }
+        let s = &mut self.spec;
+        if s.iodepth_low == 0 || s.iodepth_low > s.iodepth {
+            s.iodepth_low = s.iodepth;
+        }
+        if s.iodepth_batch_submit == 0 || s.iodepth_batch_submit > s.iodepth {
+            s.iodepth_batch_submit = s.iodepth;
+        }
+        if s.iodepth_batch_complete_min > s.iodepth_batch_complete_max {
+            s.iodepth_batch_complete_max = s.iodepth_batch_complete_min;
+        }
+        // `filename` overrides `nrfiles`.
+        if !s.filenames.is_empty() {
+            s.nrfiles = u32::try_from(s.filenames.len()).unwrap_or(u32::MAX);
+        }
+        self.spec
+    }
+}
+
+/// Parses sections in order, keeping fio's global state between them.
+pub(crate) struct Parser<'e> {
+    env: &'e dyn Fn(&str) -> Option<String>,
+    global: Builder,
+    jobs: Vec<JobSpec>,
+    global_options: Vec<(String, String)>,
+    ignored: Vec<String>,
+    group_id: u32,
+    /// Jobs already in the current group (fio's `prev_group_jobs`).
+    group_jobs: u32,
+}
+
+impl<'e> Parser<'e> {
+    pub(crate) fn new(env: &'e dyn Fn(&str) -> Option<String>) -> Parser<'e> {
+        Parser {
+            env,
+            global: Builder::new(),
+            jobs: Vec::new(),
+            global_options: Vec::new(),
+            ignored: Vec::new(),
+            group_id: 0,
+            group_jobs: 0,
+        }
+    }
+
+    /// Apply one section. `force_stonewall` is set for the first job of the
+    /// second and later job files on a command line (fio separates job files
+    /// by a stonewall).
+    pub(crate) fn section(&mut self, sec: &Section, force_stonewall: bool) -> Result<(), JobError> {
+        if sec.is_global() {
+            let mut g = std::mem::replace(&mut self.global, Builder::new());
+            let mut opts = Vec::new();
+            let r = self.apply_all(&mut g, &sec.opts, &mut opts);
+            self.global = g;
+            r?;
+            self.global_options.extend(opts);
+            return Ok(());
+        }
+        let mut b = self.global.clone();
+        b.spec.name = sec.name.clone();
+        let mut opts = Vec::new();
+        self.apply_all(&mut b, &sec.opts, &mut opts)?;
+        if force_stonewall {
+            b.spec.stonewall = true;
+        }
+        let new_group = b.new_group;
+        let mut spec = b.finish();
+        spec.job_options = opts;
+        let n = spec.numjobs as usize;
+        if self.jobs.len() + n > MAX_JOBS {
+            return Err(error(
+                &sec.file,
+                sec.line,
+                Some("numjobs"),
+                format!("too many jobs: more than {MAX_JOBS} in total (fio's limit)"),
+            ));
+        }
+        // fio's add_job: stonewall/new_group opens a new group unless the
+        // current one is still empty; clones stay in their parent's group.
+        if (spec.stonewall || new_group) && self.group_jobs > 0 {
+            self.group_id += 1;
+            self.group_jobs = 0;
+        }
+        for clone in 0..spec.numjobs {
+            let mut j = spec.clone();
+            j.clone_index = clone;
+            j.job_index = u32::try_from(self.jobs.len()).unwrap_or(u32::MAX);
+            j.group_id = self.group_id;
+            j.stonewall = spec.stonewall && clone == 0;
+            self.jobs.push(j);
+            self.group_jobs += 1;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn finish(self, source: &str) -> Result<JobFile, JobError> {
+        if self.jobs.is_empty() {
+            return Err(error(
+                source,
+                0,
+                None,
+                "no jobs defined: need at least one [jobname] section (or --name=jobname)",
+            ));
+        }
+        Ok(JobFile {
+            source: source.to_string(),
+            jobs: self.jobs,
+            global_options: self.global_options,
+            ignored: self.ignored,
+        })
+    }
+
+    /// Apply a section's options; `kb_base` first, as fio sorts it ahead of
+    /// the others so it governs every size in the section.
+    fn apply_all(
+        &mut self,
+        b: &mut Builder,
+        opts: &[RawOpt],
+        out: &mut Vec<(String, String)>,
+    ) -> Result<(), JobError> {
+        for o in opts
+            .iter()
+            .filter(|o| lookup(&o.key).and_then(|d| d.key) == Some(Key::KbBase))
+        {
+            self.apply(b, o, &mut Vec::new())?;
+        }
+        for o in opts {
+            self.apply(b, o, out)?;
+        }
+        Ok(())
+    }
+
+    fn apply(
+        &mut self,
+        b: &mut Builder,
+        o: &RawOpt,
+        out: &mut Vec<(String, String)>,
+    ) -> Result<(), JobError> {
+        let fail = |msg: String| {
+            let msg = match &o.arg {
+                Some(a) => format!("{msg} (argument '{a}')"),
+                None => msg,
+            };
+            error(&o.file, o.line, Some(&o.key), msg)
+        };
+        let Some(def) = lookup(&o.key) else {
+            let msg = match suggest(&o.key) {
+                Some(s) => format!("unknown option '{}'; did you mean '{s}'?", o.key),
+                None => format!("unknown option '{}'", o.key),
+            };
+            return Err(fail(msg));
+        };
+        let value = o.value.as_deref().map(|v| self.expand(v));
+        if value.is_none() && !def.arg.bare_ok() {
+            return Err(fail(format!(
+                "option '{}' needs a value ({}=...)",
+                o.key, o.key
+            )));
+        }
+        out.push((def.name.to_string(), value.clone().unwrap_or_default()));
+        let Some(key) = def.key else {
+            if !self.ignored.iter().any(|n| n == def.name) {
+                self.ignored.push(def.name.to_string());
+            }
+            return Ok(());
+        };
+        set(b, key, def, value.as_deref()).map_err(fail)
+    }
+
+    /// `${VAR}` from the environment (undefined → empty), then fio's
+    /// `$pagesize`/`$mb_memory`/`$ncpus` keywords with `bc`-like maths.
+    fn expand(&self, v: &str) -> String {
+        let mut out = String::with_capacity(v.len());
+        let mut rest = v;
+        while let Some(start) = rest.find("${") {
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else {
+                break;
+            };
+            out.push_str(&rest[..start]);
+            let name = &after[..end];
+            if !name.is_empty() {
+                out.push_str(&(self.env)(name).unwrap_or_default());
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        if !out.contains('$') {
+            return out;
+        }
+        let num = |var: &str, default: u64| {
+            (self.env)(var)
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .unwrap_or(default)
+                .to_string()
+        };
+        let replaced = out
+            .replace("$pagesize", &PAGESIZE.to_string())
+            .replace("$mb_memory", &num("ELEVATOR_MB_MEMORY", DEFAULT_MB_MEMORY))
+            .replace("$ncpus", &num("ELEVATOR_NCPUS", DEFAULT_NCPUS));
+        if replaced == out {
+            return out;
+        }
+        // Like fio piping through bc: integer result, or the text unchanged.
+        if replaced.contains(['+', '-', '*', '/']) {
+            if let Ok(v) = eval_expression(&replaced, Unit::Size { kb_base: 1024 }) {
+                if v.abs() < 9.0e18 {
+                    return format!("{}", v.trunc() as i64);
+                }
+            }
+        }
+        replaced
+    }
+}
+
+fn bool_value(v: Option<&str>) -> Result<bool, String> {
+    let Some(v) = v else {
+        return Ok(true);
+    };
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        t => match t.parse::<u64>() {
+            Ok(n) => Ok(n != 0),
+            Err(_) => Err(format!("expected a boolean 0 or 1, got '{t}'")),
+        },
+    }
+}
+
+/// fio's integer options accept size suffixes too (`iodepth=1k` is 1024).
+fn int_in(v: &str, kb_base: u32, min: u64, max: u64) -> Result<u64, String> {
+    let t = v.trim();
+    let n = parse_size(t, kb_base).map_err(|_| format!("expected a whole number, got '{t}'"))?;
+    if n < min || n > max {
+        return Err(format!("value {n} out of range {min}..{max}"));
+    }
+    Ok(n)
+}
+
+fn u32_in(v: &str, kb_base: u32, min: u32, max: u32) -> Result<u32, String> {
+    int_in(v, kb_base, u64::from(min), u64::from(max)).map(|n| n as u32)
+}
+
+/// fio's per-direction lists `read,write,trim`: an empty entry leaves that
+/// direction alone; a last non-empty entry also covers the directions after
+/// it (`bs=8k,32k` → trim 32k, `bs=8k,32k,` → trim unchanged).
+fn per_dir<T: Clone>(
+    value: &str,
+    mut parse: impl FnMut(&str) -> Result<T, String>,
+) -> Result<[Option<T>; 3], String> {
+    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
+    if parts.len() > 3 {
+        return Err(format!(
+            "at most 3 comma-separated values (read,write,trim), got {}",
+            parts.len()
+        ));
+    }
+    let mut out: [Option<T>; 3] = [None, None, None];
+    for (d, slot) in out.iter_mut().enumerate() {
+        if let Some(p) = parts.get(d) {
+            if !p.is_empty() {
+                *slot = Some(parse(p)?);
+            }
+        }
+    }
+    if let Some(last) = parts.last().filter(|p| !p.is_empty()) {
+        let fill = parse(last)?;
+        for slot in out.iter_mut().skip(parts.len()) {
+            *slot = Some(fill.clone());
+        }
+    }
+    if out.iter().all(Option::is_none) {
+        return Err("missing value".into());
+    }
+    Ok(out)
+}
+
+fn size_or_percent(v: &str, kb_base: u32) -> Result<SizeSpec, String> {
+    if let Some(p) = parse_percent(v) {
+        return p.map(SizeSpec::Percent);
+    }
+    if v.trim().ends_with(['z', 'Z']) {
+        return Err(format!(
+            "zone units ('{}') need zonemode=zbd, which is not modelled",
+            v.trim()
+        ));
+    }
+    parse_size(v, kb_base)
+        .map(SizeSpec::Bytes)
+        .map_err(|e| format!("{e}, or a percentage like 50%"))
+}
+
+/// `a-b` or `a:b` (swapped if reversed) or a single `a` meaning `a-a`.
+fn range<T: PartialOrd + Copy>(
+    v: &str,
+    mut parse: impl FnMut(&str) -> Result<T, String>,
+) -> Result<(T, T), String> {
+    let t = v.trim();
+    let (lo, hi) = match split_top_level(t, &['-', ':']) {
+        Some((a, b)) => (parse(a)?, parse(b)?),
+        None => {
+            let x = parse(t)?;
+            (x, x)
+        }
+    };
+    Ok(if lo > hi { (hi, lo) } else { (lo, hi) })
+}
+
+fn positive_size(v: &str, kb_base: u32) -> Result<u64, String> {
+    let n = parse_size(v, kb_base)?;
+    if n == 0 {
+        return Err(format!(
+            "size must be at least 1 byte, got '{}'; {SIZE_HINT}",
+            v.trim()
+        ));
+    }
+    Ok(n)
+}
+
+/// `bssplit` entries `size/pct:size/pct:...` for one direction. Blank or
+/// zero percentages share what is left of 100 (fio's rule); the list is
+/// sorted by percentage like fio does before picking sizes.
+fn bssplit(v: &str, kb_base: u32) -> Result<Vec<(u64, u32)>, String> {
+    let mut entries: Vec<(u64, Option<u32>)> = Vec::new();
+    for item in v.split(':') {
+        let item = item.trim();
+        if item.is_empty() {
+            // fio stops at the first empty entry.
+            break;
+        }
+        if entries.len() == BSSPLIT_MAX {
+            return Err(format!("bssplit has more than {BSSPLIT_MAX} entries"));
+        }
+        let (size, pct) = match item.split_once('/') {
+            Some((s, p)) => (s, Some(p.trim())),
+            None => (item, None),
+        };
+        let size = positive_size(size, kb_base)?;
+        let pct = match pct {
+            None | Some("") => None,
+            Some(p) => {
+                let n: u64 = p.parse().map_err(|_| {
+                    format!("bad bssplit percentage '{p}'; expected e.g. 4k/10:64k/90")
+                })?;
+                if n == 0 {
+                    None
+                } else {
+                    Some(n.min(100) as u32)
+                }
+            }
+        };
+        entries.push((size, pct));
+    }
+    if entries.is_empty() {
+        return Err("empty bssplit; expected e.g. 4k/10:64k/50:32k/40".into());
+    }
+    let given: u32 = entries.iter().filter_map(|e| e.1).sum();
+    let missing = entries.iter().filter(|e| e.1.is_none()).count() as u32;
+    if given > 100 {
+        return Err(format!(
+            "bssplit percentages add up to {given}, more than 100"
+        ));
+    }
+    let share = (100 - given).checked_div(missing).unwrap_or(0);
+    let mut out: Vec<(u64, u32)> = entries
+        .into_iter()
+        .map(|(s, p)| (s, p.unwrap_or(share)))
+        .collect();
+    out.sort_by_key(|e| e.1);
+    Ok(out)
+}
+
+/// `filename=a:b` with `\:` escaping a colon.
+fn filenames(v: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                cur.push(':');
+                chars.next();
+            }
+            ':' => {
+                if !cur.trim().is_empty() {
+                    out.push(cur.trim().to_string());
+                }
+                cur.clear();
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+fn cpu_list(v: &str) -> Result<Vec<u32>, String> {
+    let mut cpus = Vec::new();
+    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let num = |s: &str| -> Result<u64, String> {
+            let n: u64 = s
+                .trim()
+                .parse()
+                .map_err(|_| format!("bad CPU number '{}'; expected e.g. 0-3,6", s.trim()))?;
+            if n > MAX_CPU {
+                return Err(format!("CPU {n} too large (max {MAX_CPU})"));
+            }
+            Ok(n)
+        };
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => (num(part)?, num(part)?),
+        };
+        if lo > hi {
+            return Err(format!("bad CPU range '{part}': start after end"));
+        }
+        cpus.extend((lo..=hi).map(|c| c as u32));
+    }
+    if cpus.is_empty() {
+        return Err("empty CPU list; expected e.g. 0-3,6".into());
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+fn percentile_list(v: &str) -> Result<Vec<f64>, String> {
+    let mut out = Vec::new();
+    for p in v.split(':').map(str::trim).filter(|p| !p.is_empty()) {
+        let x = parse_float(p)?;
+        if !(0.0..=100.0).contains(&x) {
+            return Err(format!("percentile {p} out of range 0..100"));
+        }
+        out.push(x);
+    }
+    if out.is_empty() {
+        return Err("empty percentile list; expected e.g. 99:99.9:99.99".into());
+    }
+    if out.len() > PERCENTILE_MAX {
+        return Err(format!(
+            "at most {PERCENTILE_MAX} percentiles, got {}",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+fn rw_pattern(base: &str) -> Option<RwPattern> {
+    Some(match base {
+        "read" => RwPattern::Read,
+        "write" => RwPattern::Write,
+        "trim" => RwPattern::Trim,
+        "randread" => RwPattern::RandRead,
+        "randwrite" => RwPattern::RandWrite,
+        "randtrim" => RwPattern::RandTrim,
+        "rw" | "readwrite" => RwPattern::ReadWrite,
+        "randrw" => RwPattern::RandRw,
+        "trimwrite" => RwPattern::TrimWrite,
+        "randtrimwrite" => RwPattern::RandTrimWrite,
+        // Metadata patterns of the filecreate/filestat/filedelete engines;
+        // those engines are NotModelled, so the direction is only nominal.
+        "filecreate" => RwPattern::Write,
+        "filestat" | "filedelete" => RwPattern::Read,
+        _ => return None,
+    })
+}
+
+/// Zones per direction, as stored in `JobSpec::random_zones`.
+type Zones = Option<[Vec<RandomZone>; 3]>;
+
+/// `random_distribution`: random | zipf[:θ[:c]] | pareto[:h[:c]] |
+/// normal[:σ%[:c]] | zoned:... | zoned_abs:...
+fn distribution(v: &str, kb_base: u32) -> Result<(RandomDistribution, Zones), String> {
+    let t = v.trim();
+    for (prefix, absolute) in [("zoned_abs:", true), ("zoned:", false)] {
+        if let Some(rest) = t.strip_prefix(prefix) {
+            let zones = per_dir(rest, |d| zones(d, absolute, kb_base))?;
+            let [r, w, tr] = zones;
+            return Ok((
+                RandomDistribution::Random,
+                Some([
+                    r.unwrap_or_default(),
+                    w.unwrap_or_default(),
+                    tr.unwrap_or_default(),
+                ]),
+            ));
+        }
+    }
+    let mut parts = t.split(':');
+    let name = parts.next().unwrap_or("").trim();
+    let param = parts.next().map(parse_float).transpose()?;
+    let center = parts.next().map(parse_float).transpose()?;
+    if parts.next().is_some() {
+        return Err(format!(
+            "too many ':' fields in '{t}'; expected e.g. zipf:1.2 or zipf:1.2:0.5"
+        ));
+    }
+    if let Some(c) = center {
+        if !(0.0..=1.0).contains(&c) {
+            return Err(format!("distribution center {c} out of range 0..1"));
+        }
+    }
+    let dist = match name {
+        "random" if param.is_none() => RandomDistribution::Random,
+        "zipf" => {
+            let theta = param.unwrap_or(1.1);
+            if theta == 1.0 || theta <= 0.0 {
+                return Err(format!(
+                    "zipf theta must be positive and not 1.0, got {theta}"
+                ));
+            }
+            RandomDistribution::Zipf { theta, center }
+        }
+        "pareto" => {
+            let h = param.unwrap_or(0.2);
+            if h <= 0.0 || h >= 1.0 {
+                return Err(format!("pareto h must be in (0, 1), got {h}"));
+            }
+            RandomDistribution::Pareto { h, center }
+        }
+        "normal" => {
+            let sigma_pct = param.unwrap_or(0.0);
+            if !(0.0..100.0).contains(&sigma_pct) {
+                return Err(format!(
+                    "normal deviation must be in [0, 100), got {sigma_pct}"
+                ));
+            }
+            RandomDistribution::Normal { sigma_pct, center }
+        }
+        _ => {
+            return Err(format!(
+            "bad distribution '{t}'; expected one of: random, zipf:THETA, pareto:H, normal:SIGMA, \
+                 zoned:PCT/PCT:..., zoned_abs:PCT/SIZE:..."
+        ))
+        }
+    };
+    Ok((dist, None))
+}
+
+/// One direction of a zoned distribution: `access/region:access/region:...`.
+fn zones(v: &str, absolute: bool, kb_base: u32) -> Result<Vec<RandomZone>, String> {
+    let mut raw: Vec<(Option<u32>, Option<u64>)> = Vec::new();
+    for item in v.split(':').map(str::trim) {
+        if item.is_empty() {
+            break;
+        }
+        if raw.len() == ZONESPLIT_MAX {
+            return Err(format!("more than {ZONESPLIT_MAX} zones"));
+        }
+        let (a, r) = item.split_once('/').unwrap_or((item, ""));
+        let access = match a.trim() {
+            "" => None,
+            a => Some(
+                a.parse::<u32>()
+                    .ok()
+                    .filter(|n| *n <= 100)
+                    .ok_or_else(|| format!("bad zone access percentage '{a}'"))?,
+            ),
+        };
+        let region = match r.trim() {
+            "" if absolute => return Err(format!("zone '{item}' needs a size, e.g. 60/20g")),
+            "" => None,
+            r if absolute => Some(parse_size(r, kb_base)?),
+            r => Some(
+                r.parse::<u64>()
+                    .ok()
+                    .filter(|n| *n <= 100)
+                    .ok_or_else(|| format!("bad zone size percentage '{r}'"))?,
+            ),
+        };
+        raw.push((access, region));
+    }
+    if raw.is_empty() {
+        return Err("empty zone list; expected e.g. zoned:60/10:30/20:10/70".into());
+    }
+    let fill = |vals: Vec<Option<u64>>, what: &str, exact: bool| -> Result<Vec<u64>, String> {
+        let given: u64 = vals.iter().flatten().sum();
+        let missing = vals.iter().filter(|v| v.is_none()).count() as u64;
+        if given > 100 {
+            return Err(format!(
+                "zone {what} percentages add up to {given}, more than 100"
+            ));
+        }
+        let share = (100 - given).checked_div(missing).unwrap_or(0);
+        let extra = (100 - given).checked_rem(missing).unwrap_or(0);
+        let last_missing = vals.iter().rposition(Option::is_none);
+        let out: Vec<u64> = vals
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v.unwrap_or(share + if Some(i) == last_missing { extra } else { 0 }))
+            .collect();
+        if exact && out.iter().sum::<u64>() != 100 {
+            return Err(format!(
+                "zone {what} percentages must add up to 100, got {given}"
+            ));
+        }
+        Ok(out)
+    };
+    let access = fill(
+        raw.iter().map(|z| z.0.map(u64::from)).collect(),
+        "access",
+        true,
+    )?;
+    let regions: Vec<SizeSpec> = if absolute {
+        raw.iter()
+            .map(|z| SizeSpec::Bytes(z.1.unwrap_or(0)))
+            .collect()
+    } else {
+        fill(raw.iter().map(|z| z.1).collect(), "size", false)?
+            .into_iter()
+            .map(|p| SizeSpec::Percent(p as f64))
+            .collect()
+    };
+    Ok(access
+        .into_iter()
+        .zip(regions)
+        .map(|(a, region)| RandomZone {
+            access_pct: a as u32,
+            region,
+        })
+        .collect())
+}
+
+/// Set one modelled option. `v` is None only for options that allow bare use.
+fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), String> {
+    let kb = b.spec.kb_base;
+    // Options that take a value have `Some` here (checked by the caller).
+    let val = || -> Result<&str, String> {
+        match v {
+            Some(s) => Ok(s),
+            None => Err(format!("option '{}' needs a value", def.name)),
+        }
+    };
+    let nonempty = || -> Result<String, String> {
+        let s = val()?.trim();
+        if s.is_empty() {
+            return Err(format!("option '{}' needs a non-empty value", def.name));
+        }
+        Ok(s.to_string())
+    };
+    if matches!(def.arg, Arg::Bool | Arg::Flag) {
+        let on = bool_value(v)?;
+        match key {
+            Key::BsUnaligned => b.spec.bs_unaligned = on,
+            Key::Direct => b.spec.direct = on,
+            Key::Buffered => b.spec.direct = !on,
+            Key::TimeBased => b.spec.time_based = on,
+            Key::NoRandomMap => b.spec.norandommap = on,
+            Key::RandRepeat => b.spec.randrepeat = on,
+            Key::GroupReporting => b.spec.group_reporting = on,
+            Key::NewGroup => b.new_group = on,
+            Key::Stonewall => b.spec.stonewall = on,
+            Key::ClatPercentiles => b.spec.clat_percentiles = on,
+            Key::LatPercentiles => b.spec.lat_percentiles = on,
+            Key::SlatPercentiles => b.spec.slat_percentiles = on,
+            Key::EndFsync => b.spec.end_fsync = on,
+            _ => return Err(format!("internal: option '{}' is not a boolean", def.name)),
+        }
+        return Ok(());
+    }
+    let s = &mut b.spec;
+    match key {
+        Key::Name => s.name = nonempty()?,
+        Key::KbBase => {
+            s.kb_base = match val()?.trim() {
+                "1024" => 1024,
+                "1000" => 1000,
+                t => return Err(format!("expected one of: 1024, 1000; got '{t}'")),
+            }
+        }
+        Key::Rw => {
+            let t = val()?.trim();
+            let (base, postfix) = match t.split_once(':') {
+                Some((a, p)) => (a.trim(), Some(p.trim())),
+                None => (t, None),
+            };
+            let rw = rw_pattern(base).ok_or_else(|| format!("bad value '{base}'; {RW_HINT}"))?;
+            s.rw = rw;
+            s.rw_modifier = match postfix {
+                None => None,
+                Some("") => return Err(format!("missing number after ':' in '{t}'")),
+                Some(p) if rw.is_random() => {
+                    let n = int_in(p, kb, 1, i64::MAX as u64).map_err(|e| {
+                        format!(
+                            "{e}; expected the number of I/Os per random offset, e.g. randread:8"
+                        )
+                    })?;
+                    Some(n as i64)
+                }
+                Some(p) => {
+                    let n = parse_signed(p, Unit::Size { kb_base: kb })?;
+                    Some(i64::try_from(n).map_err(|_| format!("offset step '{p}' too large"))?)
+                }
+            };
+        }
+        Key::RwMixRead => s.rwmixread = u32_in(val()?, kb, 0, 100)?,
+        Key::RwMixWrite => s.rwmixread = 100 - u32_in(val()?, kb, 0, 100)?,
+        Key::Bs => {
+            for (d, x) in per_dir(val()?, |p| positive_size(p, kb))?
+                .into_iter()
+                .enumerate()
+            {
+                if let Some(x) = x {
+                    b.bs[d] = x;
+                }
+            }
+        }
+        Key::BsRange => {
+            let r = per_dir(val()?, |p| range(p, |x| positive_size(x, kb)))?;
+            for (d, x) in r.into_iter().enumerate() {
+                if x.is_some() {
+                    b.bsrange[d] = x;
+                }
+            }
+        }
+        Key::BsSplit => {
+            let r = per_dir(val()?, |p| bssplit(p, kb))?;
+            for (d, x) in r.into_iter().enumerate() {
+                if x.is_some() {
+                    b.bssplit[d] = x;
+                }
+            }
+        }
+        Key::BlockAlign => {
+            for (d, x) in per_dir(val()?, |p| positive_size(p, kb))?
+                .into_iter()
+                .enumerate()
+            {
+                if x.is_some() {
+                    s.blockalign[d] = x;
+                }
+            }
+        }
+        Key::Size => {
+            s.size = match size_or_percent(val()?, kb)? {
+                SizeSpec::Bytes(0) => None,
+                x => Some(x),
+            }
+        }
+        Key::IoSize => {
+            s.io_size = match size_or_percent(val()?, kb)? {
+                SizeSpec::Bytes(0) => None,
+                x => Some(x),
+            }
+        }
+        Key::Offset => s.offset = size_or_percent(val()?, kb)?,
+        Key::OffsetIncrement => s.offset_increment = size_or_percent(val()?, kb)?,
+        Key::Filename => {
+            let names = filenames(val()?);
+            if names.is_empty() {
+                return Err("expected one or more file names separated by ':'".into());
+            }
+            s.filenames = names;
+        }
+        Key::Directory => s.directory = Some(nonempty()?),
+        Key::FileSize => s.filesize = Some(range(val()?, |x| positive_size(x, kb))?),
+        Key::NrFiles => s.nrfiles = u32_in(val()?, kb, 1, u32::MAX)?,
+        Key::NumJobs => s.numjobs = u32_in(val()?, kb, 1, MAX_JOBS as u32)?,
+        Key::IoDepth => s.iodepth = u32_in(val()?, kb, 1, u32::MAX)?,
+        Key::IoDepthBatchSubmit => s.iodepth_batch_submit = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::IoDepthBatchCompleteMin => {
+            s.iodepth_batch_complete_min = u32_in(val()?, kb, 0, u32::MAX)?
+        }
+        Key::IoDepthBatchCompleteMax => {
+            s.iodepth_batch_complete_max = u32_in(val()?, kb, 0, u32::MAX)?
+        }
+        Key::IoDepthLow => s.iodepth_low = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::IoEngine => {
+            let name = nonempty()?;
+            // fio renamed its old "aio" engine to libaio.
+            let name = if name == "aio" {
+                "libaio".to_string()
+            } else {
+                name
+            };
+            let kind = engine_kind(&name).ok_or_else(|| {
+                format!("unknown ioengine '{name}'; expected one of: {ENGINE_HINT}")
+            })?;
+            s.ioengine = IoEngine { name, kind };
+        }
+        Key::Runtime => {
+            let t = parse_time_ns(val()?, NS_PER_SEC)?;
+            s.runtime = (t > 0).then_some(t);
+        }
+        Key::RampTime => s.ramp_time = parse_time_ns(val()?, NS_PER_SEC)?,
+        Key::StartDelay => s.startdelay = range(val()?, |x| parse_time_ns(x, NS_PER_SEC))?,
+        Key::Loops => s.loops = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::NumberIos => {
+            let n = int_in(val()?, kb, 0, u64::MAX)?;
+            s.number_ios = (n > 0).then_some(n);
+        }
+        Key::Rate => {
+            for (d, x) in per_dir(val()?, |p| parse_size(p, kb))?
+                .into_iter()
+                .enumerate()
+            {
+                if let Some(x) = x {
+                    s.rate[d] = (x > 0).then_some(x);
+                }
+            }
+        }
+        Key::RateIops => {
+            for (d, x) in per_dir(val()?, |p| int_in(p, kb, 0, u64::MAX))?
+                .into_iter()
+                .enumerate()
+            {
+                if let Some(x) = x {
+                    s.rate_iops[d] = (x > 0).then_some(x);
+                }
+            }
+        }
+        Key::RateProcess => {
+            s.rate_process = match val()?.trim() {
+                "linear" => RateProcess::Linear,
+                "poisson" => RateProcess::Poisson,
+                t => return Err(format!("bad value '{t}'; expected one of: linear, poisson")),
+            }
+        }
+        Key::ThinkTime => s.thinktime = parse_time_ns(val()?, NS_PER_US)?,
+        Key::ThinkTimeBlocks => s.thinktime_blocks = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::RandomDistribution => {
+            let (d, z) = distribution(val()?, kb)?;
+            s.random_distribution = d;
+            s.random_zones = z;
+        }
+        Key::RandomGenerator => {
+            s.random_generator = match val()?.trim() {
+                "tausworthe" => RandomGenerator::Tausworthe,
+                "lfsr" => RandomGenerator::Lfsr,
+                "tausworthe64" => RandomGenerator::Tausworthe64,
+                t => {
+                    return Err(format!(
+                        "bad value '{t}'; expected one of: tausworthe, lfsr, tausworthe64"
+                    ))
+                }
+            }
+        }
+        Key::RandSeed => s.randseed = Some(int_in(val()?, kb, 0, u64::MAX)?),
+        Key::Cgroup => s.cgroup = Some(nonempty()?),
+        Key::CgroupWeight => s.cgroup_weight = Some(u32_in(val()?, kb, 100, 1000)?),
+        Key::Prio => s.prio = Some(u32_in(val()?, kb, 0, 7)? as u8),
+        Key::PrioClass => {
+            s.prioclass = Some(match u32_in(val()?, kb, 0, 3)? {
+                0 => IoPrioClass::None,
+                1 => IoPrioClass::Rt,
+                2 => IoPrioClass::Be,
+                _ => IoPrioClass::Idle,
+            })
+        }
+        Key::CpusAllowed => s.cpus_allowed = Some(cpu_list(val()?)?),
+        Key::PercentileList => s.percentile_list = Some(percentile_list(val()?)?),
+        Key::BwAvgTime => s.bwavgtime_ms = int_in(val()?, kb, 1, u64::MAX)?,
+        Key::IopsAvgTime => s.iopsavgtime_ms = int_in(val()?, kb, 1, u64::MAX)?,
+        Key::Fsync => s.fsync = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::Fdatasync => s.fdatasync = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::BsUnaligned
+        | Key::Direct
+        | Key::Buffered
+        | Key::TimeBased
+        | Key::NoRandomMap
+        | Key::RandRepeat
+        | Key::GroupReporting
+        | Key::NewGroup
+        | Key::Stonewall
+        | Key::ClatPercentiles
+        | Key::LatPercentiles
+        | Key::SlatPercentiles
+        | Key::EndFsync => unreachable_bool(def)?,
+    }
+    Ok(())
+}
+
+/// Boolean keys are handled above; reaching here means the table is wrong.
+fn unreachable_bool(def: &OptDef) -> Result<(), String> {
+    Err(format!(
+        "internal: option '{}' should be a boolean",
+        def.name
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_dir_rules() {
+        let p = |v: &str| per_dir(v, |x| Ok::<_, String>(x.to_string())).unwrap();
+        let s = |x: &str| Some(x.to_string());
+        assert_eq!(p("a"), [s("a"), s("a"), s("a")]);
+        assert_eq!(p("a,b"), [s("a"), s("b"), s("b")]);
+        assert_eq!(p("a,b,"), [s("a"), s("b"), None]);
+        assert_eq!(p(",b"), [None, s("b"), s("b")]);
+        assert_eq!(p(",b,"), [None, s("b"), None]);
+        assert_eq!(p("a,"), [s("a"), None, None]);
+        assert_eq!(p("a,b,c"), [s("a"), s("b"), s("c")]);
+        assert!(per_dir("a,b,c,d", |x| Ok::<_, String>(x.to_string())).is_err());
+        assert!(per_dir(",", |x| Ok::<_, String>(x.to_string())).is_err());
+    }
+
+    #[test]
+    fn bssplit_blanks_share_the_rest() {
+        assert_eq!(
+            bssplit("4k/50:1k/:32k/", 1024).unwrap(),
+            vec![(1024, 25), (32768, 25), (4096, 50)]
+        );
+        assert_eq!(
+            bssplit("4k/10:64k/50:32k/40", 1024).unwrap(),
+            vec![(4096, 10), (32768, 40), (65536, 50)]
+        );
+        assert_eq!(bssplit("8k", 1024).unwrap(), vec![(8192, 100)]);
+        assert!(bssplit("4k/60:8k/60", 1024).is_err());
+        assert!(bssplit("4k/x", 1024).is_err());
+        assert!(bssplit("0/10", 1024).is_err());
+    }
+
+    #[test]
+    fn filename_escapes() {
+        assert_eq!(filenames("/dev/sda:/dev/sdb"), vec!["/dev/sda", "/dev/sdb"]);
+        assert_eq!(
+            filenames("/dev/dsk/foo@3,0\\:c"),
+            vec!["/dev/dsk/foo@3,0:c"]
+        );
+        assert_eq!(filenames(":a::b:"), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn cpus() {
+        assert_eq!(cpu_list("0-3,6").unwrap(), vec![0, 1, 2, 3, 6]);
+        assert_eq!(cpu_list("6,0-1,1").unwrap(), vec![0, 1, 6]);
+        assert!(cpu_list("3-1").is_err());
+        assert!(cpu_list("x").is_err());
+        assert!(cpu_list("0-99999").is_err());
+    }
+
+    #[test]
+    fn distributions() {
+        let d = |v: &str| distribution(v, 1024).map(|x| x.0);
+        assert_eq!(d("random"), Ok(RandomDistribution::Random));
+        assert_eq!(
+            d("zipf:1.2"),
+            Ok(RandomDistribution::Zipf {
+                theta: 1.2,
+                center: None
+            })
+        );
+        assert_eq!(
+            d("zipf:1.2:0.5"),
+            Ok(RandomDistribution::Zipf {
+                theta: 1.2,
+                center: Some(0.5)
+            })
+        );
+        assert_eq!(
+            d("zipf"),
+            Ok(RandomDistribution::Zipf {
+                theta: 1.1,
+                center: None
+            })
+        );
+        assert_eq!(
+            d("pareto:0.9"),
+            Ok(RandomDistribution::Pareto {
+                h: 0.9,
+                center: None
+            })
+        );
+        assert_eq!(
+            d("normal:20"),
+            Ok(RandomDistribution::Normal {
+                sigma_pct: 20.0,
+                center: None
+            })
+        );
+        assert!(d("zipf:1").is_err());
+        assert!(d("pareto:1.5").is_err());
+        assert!(d("normal:100").is_err());
+        assert!(d("zipf:1.2:2").is_err());
+        assert!(d("uniform").is_err());
+        assert!(d("zipf:1.2:0.5:1").is_err());
+    }
+
+    #[test]
+    fn zoned() {
+        let (_, z) = distribution("zoned:60/10:30/20:8/30:2/40", 1024).unwrap();
+        let z = z.unwrap();
+        assert_eq!(z[0].len(), 4);
+        assert_eq!(z[0], z[2]);
+        assert_eq!(
+            z[0][0],
+            RandomZone {
+                access_pct: 60,
+                region: SizeSpec::Percent(10.0)
+            }
+        );
+        // A trailing blank size takes what is left.
+        let (_, z) = distribution("zoned:50/5:30/15:20/", 1024).unwrap();
+        assert_eq!(z.unwrap()[1][2].region, SizeSpec::Percent(80.0));
+        let (_, z) = distribution("zoned_abs:60/20G:30/100G:10/500g", 1024).unwrap();
+        assert_eq!(z.unwrap()[0][1].region, SizeSpec::Bytes(100 << 30));
+        assert!(distribution("zoned:60/10:30/20", 1024).is_err());
+        assert!(distribution("zoned_abs:60/:40/1g", 1024).is_err());
+    }
+}

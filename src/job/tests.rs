@@ -1,0 +1,1 @@
+//! Parser tests; more end-to-end cases live in tests/job_parser.rs.
