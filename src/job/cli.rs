@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::lexer::{error, lex, RawOpt, Section};
+use super::lexer::{error, lex, read_job_text, RawOpt, Section};
 use super::options::{lookup, suggest, Arg};
 use super::parse::Parser;
 use super::spec::{JobError, JobFile};
@@ -131,7 +131,7 @@ pub(crate) fn parse_args(
     }
     for (idx, file) in files.iter().enumerate() {
         let path = Path::new(file);
-        let text = std::fs::read_to_string(path)
+        let text = read_job_text(path)
             .map_err(|e| error(file, 0, None, format!("cannot read job file: {e}")))?;
         let base = path.parent().unwrap_or(Path::new(""));
         let mut first_job = idx > 0;

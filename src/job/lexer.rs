@@ -54,6 +54,22 @@ pub(crate) fn error(
     }
 }
 
+/// Largest job or include file we read; real job files are a few KiB.
+const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// Read a job or include file. Only regular files: `include /dev/zero` must
+/// fail instead of reading forever.
+pub(crate) fn read_job_text(path: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!("file larger than {MAX_FILE_BYTES} bytes"));
+    }
+    std::fs::read_to_string(path).map_err(|e| e.to_string())
+}
+
 /// Split job-file text into sections.
 pub(crate) fn lex(text: &str, source: &str, base_dir: &Path) -> Result<Vec<Section>, JobError> {
     let mut sections = Vec::new();
@@ -150,7 +166,7 @@ fn lex_into(
             } else {
                 base_dir.join(rest)
             };
-            let inc_text = std::fs::read_to_string(&path).map_err(|e| {
+            let inc_text = read_job_text(&path).map_err(|e| {
                 error(
                     source,
                     line_no,

@@ -23,7 +23,7 @@ use std::path::Path;
 /// Parse a job file from disk. `env` resolves `${VAR}` (undefined → empty).
 pub fn parse_file(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<JobFile, JobError> {
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let text = lexer::read_job_text(path)
         .map_err(|e| lexer::error(&source, 0, None, format!("cannot read job file: {e}")))?;
     let base_dir = path.parent().unwrap_or(Path::new(""));
     parse_str(&text, &source, base_dir, env)
