@@ -2,6 +2,8 @@
 //! `elevator_mq_ops` hooks; each scheduler lives in its own file.
 //! "none" is the absence of an elevator and is handled by the block layer.
 
+pub mod sort_tree;
+
 use crate::block::request::{Op, RequestArena, RqId};
 use crate::cgroup::CgroupTable;
 use crate::sim::time::{self, Ns};
