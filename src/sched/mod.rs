@@ -4,6 +4,11 @@
 
 pub mod sort_tree;
 
+pub mod deadline;
+pub mod sort_tree;
+#[cfg(test)]
+pub mod testing;
+
 use crate::block::request::{Op, RequestArena, RqId};
 use crate::cgroup::CgroupTable;
 use crate::sim::time::{self, Ns};
@@ -213,6 +218,7 @@ pub const SCHEDULERS: &[SchedInfo] = &[
 pub fn create(name: &str) -> Result<Option<Box<dyn Elevator>>, String> {
     match name.trim() {
         "none" => Ok(None),
+        "deadline" => Ok(Some(Box::new(deadline::Deadline::new()))),
         other => Err(format!(
             "unknown scheduler '{other}' (known: {})",
             SCHEDULERS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")

@@ -1,0 +1,835 @@
+//! Legacy single-queue `deadline` (block/deadline-iosched.c, 4.x; removed in 5.0).
+//!
+//! Per direction: a sector-sorted tree and a FIFO whose entries carry a
+//! deadline (`fifo_time = jiffies + expire[dir]`). Requests are dispatched in
+//! batches of up to `fifo_batch` that sweep upwards in sector order; expiry is
+//! checked only when a batch starts, and only the FIFO head of the chosen
+//! direction. Reads are preferred, but at most `writes_starved` read batches
+//! in a row may be chosen while writes wait.
+//!
+//! This file also holds the sysfs parsing helpers shared with mq-deadline.
+
+use super::sort_tree::{SortForest, SortTree};
+use super::{BioInfo, Elevator, MergeKind, SchedCtx, Tunable};
+use crate::block::request::{flags, Op, RequestArena, RqId, RqList, NIL};
+use crate::sim::time::{self, Ns, NS_PER_JIFFY};
+
+pub(crate) const READ: usize = 0;
+pub(crate) const WRITE: usize = 1;
+
+// Defaults (deadline-iosched.c / mq-deadline.c): read_expire = HZ/2 (500 ms),
+// write_expire = 5*HZ (5000 ms), writes_starved = 2, fifo_batch = 16,
+// front_merges = 1.
+pub(crate) const DEFAULT_READ_EXPIRE_MS: i32 = 500;
+pub(crate) const DEFAULT_WRITE_EXPIRE_MS: i32 = 5000;
+pub(crate) const DEFAULT_WRITES_STARVED: i32 = 2;
+pub(crate) const DEFAULT_FIFO_BATCH: i32 = 16;
+
+// ---------------------------------------------------------------------------
+// Jiffy conversions and sysfs number parsing (shared with mq-deadline).
+// ---------------------------------------------------------------------------
+
+/// `msecs_to_jiffies` for a non-negative int (rounds up at HZ=250).
+pub(crate) fn msecs_to_jiffies(ms: i32) -> i64 {
+    (time::ms_to_jiffies_ns(ms.max(0) as u64) / NS_PER_JIFFY) as i64
+}
+
+/// What the `*_expire` show functions print for a value stored in jiffies:
+/// `jiffies_to_msecs` returns an unsigned int that is printed with "%d", so
+/// very large values wrap negative exactly as in the kernel.
+pub(crate) fn jiffies_to_msecs_shown(j: i64) -> i32 {
+    ((j as u64).wrapping_mul(1000 / time::HZ) as u32) as i32
+}
+
+/// Fire time of a jiffy deadline, stored in `Request::fifo_time` as the
+/// nanosecond start of that jiffy (the scheduler compares whole jiffies).
+pub(crate) fn jiffy_to_ns(j: i64) -> Ns {
+    (j.max(0) as u64) * NS_PER_JIFFY
+}
+
+/// Jiffy count held in `Request::fifo_time`.
+pub(crate) fn ns_to_jiffy(ns: Ns) -> i64 {
+    (ns / NS_PER_JIFFY) as i64
+}
+
+fn invalid(s: &str) -> String {
+    format!("invalid value '{}': not a number", s.trim_end())
+}
+
+fn out_of_range(s: &str) -> String {
+    format!("invalid value '{}': out of range for int", s.trim_end())
+}
+
+/// Digits of `s` in `base`: (value wrapped to 64 bits, overflowed, digits used).
+fn parse_digits(s: &[u8], base: u64) -> (u64, bool, usize) {
+    let mut v: u64 = 0;
+    let mut overflow = false;
+    let mut n = 0;
+    for &c in s {
+        let d = match c {
+            b'0'..=b'9' => (c - b'0') as u64,
+            b'a'..=b'f' => (c - b'a' + 10) as u64,
+            b'A'..=b'F' => (c - b'A' + 10) as u64,
+            _ => break,
+        };
+        if d >= base {
+            break;
+        }
+        match v.checked_mul(base).and_then(|x| x.checked_add(d)) {
+            Some(x) => v = x,
+            None => {
+                overflow = true;
+                v = v.wrapping_mul(base).wrapping_add(d);
+            }
+        }
+        n += 1;
+    }
+    (v, overflow, n)
+}
+
+/// `_kstrtoull(s, 0)`: base from the prefix (0x → 16, leading 0 → 8), the
+/// whole string must be digits apart from one trailing newline.
+fn kstrtoull_base0(s: &str) -> Result<u64, String> {
+    let b = s.as_bytes();
+    let (base, skip) = if b.first() == Some(&b'0') {
+        if b.len() > 2 && (b[1] | 0x20) == b'x' && b[2].is_ascii_hexdigit() {
+            (16, 2)
+        } else {
+            (8, 0)
+        }
+    } else {
+        (10, 0)
+    };
+    let rest = &b[skip..];
+    let (v, overflow, n) = parse_digits(rest, base);
+    if overflow {
+        return Err(out_of_range(s));
+    }
+    if n == 0 {
+        return Err(invalid(s));
+    }
+    let tail = &rest[n..];
+    let tail = tail.strip_prefix(b"\n").unwrap_or(tail);
+    if !tail.is_empty() {
+        return Err(invalid(s));
+    }
+    Ok(v)
+}
+
+/// The kernel's `kstrtoint(s, 0, &v)` as the v6.17 mq-deadline store
+/// functions use it: optional sign ('+' or '-'), 0x/0 prefixes, a single
+/// trailing newline; anything else is -EINVAL, values outside int -ERANGE.
+pub(crate) fn kstrtoint(s: &str) -> Result<i32, String> {
+    let v: i64 = if let Some(rest) = s.strip_prefix('-') {
+        let u = kstrtoull_base0(rest).map_err(|e| e.replace(rest.trim_end(), s.trim_end()))?;
+        if u > 1u64 << 63 {
+            return Err(out_of_range(s));
+        }
+        (u as i64).wrapping_neg()
+    } else {
+        let rest = s.strip_prefix('+').unwrap_or(s);
+        let u = kstrtoull_base0(rest).map_err(|e| e.replace(rest.trim_end(), s.trim_end()))?;
+        if u > i64::MAX as u64 {
+            return Err(out_of_range(s));
+        }
+        u as i64
+    };
+    i32::try_from(v).map_err(|_| out_of_range(s))
+}
+
+/// The 4.x legacy store path: `simple_strtol(page, &p, 10)` assigned to an
+/// int. Leading '-' allowed, parsing stops at the first non-digit, the long
+/// is truncated to int. Deviation: where the kernel silently stored 0 for
+/// input without digits, the model rejects it (contract: non-numeric → Err).
+pub(crate) fn legacy_strtoint(s: &str) -> Result<i32, String> {
+    let (neg, rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let (v, _overflow, n) = parse_digits(rest.as_bytes(), 10);
+    if n == 0 {
+        return Err(invalid(s));
+    }
+    let v = if neg { v.wrapping_neg() } else { v };
+    Ok(v as i64 as i32)
+}
+
+/// Clamp as the deadline STORE_FUNCTION macros do.
+pub(crate) fn clamp(v: i32, min: i32, max: i32) -> i32 {
+    v.clamp(min, max)
+}
+
+// ---------------------------------------------------------------------------
+// Per-request bookkeeping in `Request::elv[1]`.
+// ---------------------------------------------------------------------------
+
+/// Not inside the scheduler.
+const LOC_NONE: u64 = 0;
+/// On the head list (at-head insert: legacy put these on `q->queue_head`).
+const LOC_HEAD: u64 = 1;
+/// In the sort tree and FIFO of its direction.
+const LOC_SORTED: u64 = 2;
+
+fn loc(rqs: &RequestArena, id: RqId) -> (u64, usize) {
+    let w = rqs[id].elv[1];
+    (w & 0xff, ((w >> 8) & 1) as usize)
+}
+
+fn set_loc(rqs: &mut RequestArena, id: RqId, l: u64, dir: usize) {
+    rqs[id].elv[1] = l | ((dir as u64) << 8);
+}
+
+/// Legacy deadline.
+pub struct Deadline {
+    forest: SortForest,
+    sort: [SortTree; 2],
+    fifo: [RqList; 2],
+    /// At-head inserts, served before anything else (legacy core dispatch list).
+    head: RqList,
+    /// Next request in sector order after the last dispatched one; at most
+    /// one direction is set.
+    next_rq: [RqId; 2],
+    batching: u32,
+    starved: u32,
+    /// End sector of the last dispatched request (informational).
+    pub last_sector: u64,
+    /// Expire times in jiffies.
+    fifo_expire: [i32; 2],
+    fifo_batch: i32,
+    writes_starved: i32,
+    front_merges: i32,
+}
+
+impl Default for Deadline {
+    fn default() -> Self {
+        Deadline::new()
+    }
+}
+
+impl Deadline {
+    pub fn new() -> Deadline {
+        Deadline {
+            forest: SortForest::new(),
+            sort: [SortTree::new(0), SortTree::new(1)],
+            fifo: [RqList::new(), RqList::new()],
+            head: RqList::new(),
+            next_rq: [NIL; 2],
+            batching: 0,
+            starved: 0,
+            last_sector: 0,
+            fifo_expire: [
+                msecs_to_jiffies(DEFAULT_READ_EXPIRE_MS) as i32,
+                msecs_to_jiffies(DEFAULT_WRITE_EXPIRE_MS) as i32,
+            ],
+            fifo_batch: DEFAULT_FIFO_BATCH,
+            writes_starved: DEFAULT_WRITES_STARVED,
+            front_merges: 1,
+        }
+    }
+
+    /// Number of requests queued (sorted + head).
+    pub fn queued(&self) -> u32 {
+        self.fifo[READ].len + self.fifo[WRITE].len + self.head.len
+    }
+
+    /// Sort-order successor (`deadline_latter_request`).
+    fn latter(&self, id: RqId) -> RqId {
+        self.forest.next(id).unwrap_or(NIL)
+    }
+
+    /// `deadline_remove_request`: off the FIFO and the tree; a `next_rq`
+    /// pointing at it advances to its successor first.
+    fn remove_sorted(&mut self, rqs: &mut RequestArena, id: RqId, dir: usize) {
+        self.fifo[dir].remove(rqs, id);
+        if self.next_rq[dir] == id {
+            self.next_rq[dir] = self.latter(id);
+        }
+        self.forest.remove(&mut self.sort[dir], id);
+        set_loc(rqs, id, LOC_NONE, 0);
+    }
+
+    /// Take `id` out of whatever structure holds it.
+    fn unlink(&mut self, rqs: &mut RequestArena, id: RqId) {
+        match loc(rqs, id) {
+            (LOC_SORTED, dir) => self.remove_sorted(rqs, id, dir),
+            (LOC_HEAD, _) => {
+                self.head.remove(rqs, id);
+                set_loc(rqs, id, LOC_NONE, 0);
+            }
+            _ => {}
+        }
+    }
+
+    /// `deadline_check_fifo`: FIFO head of `dir` expired (`time_after_eq(jiffies, fifo_time)`).
+    fn fifo_expired(&self, rqs: &RequestArena, dir: usize, now_j: i64) -> bool {
+        match self.fifo[dir].front() {
+            Some(h) => now_j >= ns_to_jiffy(rqs[h].fifo_time),
+            None => false,
+        }
+    }
+
+    /// `deadline_move_request`: remember the successor as the next batch
+    /// candidate, then take the request off the tree and FIFO.
+    fn move_request(&mut self, rqs: &mut RequestArena, id: RqId) {
+        let dir = loc(rqs, id).1;
+        self.next_rq = [NIL; 2];
+        self.next_rq[dir] = self.latter(id);
+        self.last_sector = rqs[id].end_sector();
+        self.remove_sorted(rqs, id, dir);
+    }
+
+    fn tunable_values(&self) -> [(&'static str, i32); 5] {
+        [
+            (
+                "read_expire",
+                jiffies_to_msecs_shown(self.fifo_expire[READ] as i64),
+            ),
+            (
+                "write_expire",
+                jiffies_to_msecs_shown(self.fifo_expire[WRITE] as i64),
+            ),
+            ("writes_starved", self.writes_starved),
+            ("front_merges", self.front_merges),
+            ("fifo_batch", self.fifo_batch),
+        ]
+    }
+}
+
+/// Help text and units shared by both deadline flavours.
+pub(crate) fn deadline_tunable_meta(name: &str) -> (&'static str, &'static str) {
+    match name {
+        "read_expire" => (
+            "ms",
+            "deadline added to a read's insertion time; expiry is checked when a batch starts",
+        ),
+        "write_expire" => ("ms", "deadline added to a write's insertion time"),
+        "writes_starved" => (
+            "batches",
+            "read batches that may be chosen in a row while writes wait",
+        ),
+        "front_merges" => (
+            "bool",
+            "look up front merges in the sort tree (0 = only hint/back merges)",
+        ),
+        "fifo_batch" => (
+            "requests",
+            "requests per sector-ordered batch; 1 = FCFS by deadline",
+        ),
+        "async_depth" => (
+            "requests",
+            "scheduler tags usable by anything but reads (shallow depth)",
+        ),
+        "prio_aging_expire" => (
+            "ms",
+            "BE/IDLE requests older than this are served despite higher-priority backlog",
+        ),
+        _ => ("", ""),
+    }
+}
+
+impl Elevator for Deadline {
+    fn name(&self) -> &'static str {
+        "deadline"
+    }
+
+    fn legacy(&self) -> bool {
+        true
+    }
+
+    fn tunables(&self) -> Vec<Tunable> {
+        let defaults = [
+            DEFAULT_READ_EXPIRE_MS,
+            DEFAULT_WRITE_EXPIRE_MS,
+            DEFAULT_WRITES_STARVED,
+            1,
+            DEFAULT_FIFO_BATCH,
+        ];
+        // deadline_attrs order: read_expire, write_expire, writes_starved,
+        // front_merges, fifo_batch (deadline-iosched.c).
+        self.tunable_values()
+            .iter()
+            .zip(defaults)
+            .map(|(&(name, v), d)| {
+                let (unit, help) = deadline_tunable_meta(name);
+                Tunable {
+                    name,
+                    value: v.to_string(),
+                    default: d.to_string(),
+                    unit,
+                    help,
+                }
+            })
+            .collect()
+    }
+
+    fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let parse = || legacy_strtoint(value);
+        // Ranges from the STORE_FUNCTION lines: expires [0, INT_MAX] (then
+        // msecs_to_jiffies), writes_starved [INT_MIN, INT_MAX], front_merges
+        // [0, 1], fifo_batch [0, INT_MAX].
+        match name {
+            "read_expire" => {
+                self.fifo_expire[READ] = msecs_to_jiffies(clamp(parse()?, 0, i32::MAX)) as i32
+            }
+            "write_expire" => {
+                self.fifo_expire[WRITE] = msecs_to_jiffies(clamp(parse()?, 0, i32::MAX)) as i32
+            }
+            "writes_starved" => self.writes_starved = parse()?,
+            "front_merges" => self.front_merges = clamp(parse()?, 0, 1),
+            "fifo_batch" => self.fifo_batch = clamp(parse()?, 0, i32::MAX),
+            _ => {
+                return Err(format!(
+                    "deadline has no tunable '{name}' (valid: read_expire, write_expire, writes_starved, front_merges, fifo_batch)"
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    fn prepare_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        ctx.rqs[rq].elv[1] = LOC_NONE;
+    }
+
+    fn insert(&mut self, ctx: &mut SchedCtx, rq: RqId, at_head: bool) {
+        // Defensive: a request is never in two places.
+        self.unlink(ctx.rqs, rq);
+        let dir = ctx.rqs[rq].op.dir();
+        if at_head {
+            // Legacy ELEVATOR_INSERT_FRONT/REQUEUE put the request straight on
+            // the core dispatch list, ahead of everything the elevator holds.
+            self.head.push_front(ctx.rqs, rq);
+            set_loc(ctx.rqs, rq, LOC_HEAD, dir);
+            return;
+        }
+        // deadline_add_request: tree, then fifo_time = jiffies + expire, FIFO tail.
+        let sector = ctx.rqs[rq].sector;
+        self.forest.insert(&mut self.sort[dir], rq, sector);
+        let deadline = ctx.jiffies() as i64 + self.fifo_expire[dir] as i64;
+        ctx.rqs[rq].fifo_time = jiffy_to_ns(deadline);
+        self.fifo[dir].push_back(ctx.rqs, rq);
+        set_loc(ctx.rqs, rq, LOC_SORTED, dir);
+    }
+
+    fn dispatch(&mut self, ctx: &mut SchedCtx, _hctx: u16) -> Option<RqId> {
+        if let Some(rq) = self.head.pop_front(ctx.rqs) {
+            set_loc(ctx.rqs, rq, LOC_NONE, 0);
+            return Some(rq);
+        }
+        let now_j = ctx.jiffies() as i64;
+        let reads = !self.fifo[READ].is_empty();
+        let writes = !self.fifo[WRITE].is_empty();
+
+        // Batches are reads XOR writes: continue the current one.
+        let cont = if self.next_rq[WRITE] != NIL {
+            self.next_rq[WRITE]
+        } else {
+            self.next_rq[READ]
+        };
+        // batching is unsigned, fifo_batch a non-negative int.
+        let rq = if cont != NIL && self.batching < self.fifo_batch as u32 {
+            cont
+        } else {
+            // Choose a direction. `starved++ >= writes_starved` compares an
+            // unsigned counter with the int tunable converted to unsigned.
+            let dir = if reads {
+                let s = self.starved;
+                let starve_writes = writes && {
+                    self.starved = self.starved.wrapping_add(1);
+                    s >= self.writes_starved as u32
+                };
+                if starve_writes {
+                    WRITE
+                } else {
+                    READ
+                }
+            } else if writes {
+                WRITE
+            } else {
+                return None;
+            };
+            if dir == WRITE {
+                self.starved = 0;
+            }
+            // Restart from the oldest request when its deadline passed or
+            // nothing lies above the sweep position in this direction.
+            let pick = if self.fifo_expired(ctx.rqs, dir, now_j) || self.next_rq[dir] == NIL {
+                self.fifo[dir].front()?
+            } else {
+                self.next_rq[dir]
+            };
+            self.batching = 0;
+            pick
+        };
+        self.batching += 1;
+        self.move_request(ctx.rqs, rq);
+        Some(rq)
+    }
+
+    fn has_work(&self, _hctx: u16) -> bool {
+        !self.head.is_empty() || !self.fifo[READ].is_empty() || !self.fifo[WRITE].is_empty()
+    }
+
+    fn finish_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        // Nothing to account; never leave a freed request linked.
+        self.unlink(ctx.rqs, rq);
+    }
+
+    fn request_merge(&self, ctx: &SchedCtx, bio: &BioInfo) -> Option<(RqId, MergeKind)> {
+        // deadline_merge: front-merge lookup by the bio's end sector in the
+        // tree of its direction, only with front_merges set.
+        if self.front_merges == 0 {
+            return None;
+        }
+        let dir = bio.op.dir();
+        let rq = self.forest.find(&self.sort[dir], bio.end_sector())?;
+        bio_merge_ok(ctx.rqs, rq, bio, false).then_some((rq, MergeKind::Front))
+    }
+
+    fn request_merged(&mut self, ctx: &mut SchedCtx, rq: RqId, kind: MergeKind) {
+        // Front merge changed the start sector: reposition in the tree.
+        if kind == MergeKind::Front {
+            if let (LOC_SORTED, dir) = loc(ctx.rqs, rq) {
+                let sector = ctx.rqs[rq].sector;
+                self.forest.rekey(&mut self.sort[dir], rq, sector);
+            }
+        }
+    }
+
+    fn requests_merged(&mut self, ctx: &mut SchedCtx, rq: RqId, next: RqId) {
+        // If next expires earlier, rq takes its FIFO position and fifo_time
+        // (deadline_merged_requests); then next is forgotten.
+        let (lr, dr) = loc(ctx.rqs, rq);
+        let (ln, dn) = loc(ctx.rqs, next);
+        if lr == LOC_SORTED && ln == LOC_SORTED && dr == dn {
+            let (tn, tr) = (ctx.rqs[next].fifo_time, ctx.rqs[rq].fifo_time);
+            if ns_to_jiffy(tn) < ns_to_jiffy(tr) {
+                self.fifo[dr].remove(ctx.rqs, rq);
+                self.fifo[dr].insert_after(ctx.rqs, next, rq);
+                ctx.rqs[rq].fifo_time = tn;
+            }
+        }
+        self.unlink(ctx.rqs, next);
+    }
+
+    fn next_request(&self, ctx: &SchedCtx, rq: RqId) -> Option<RqId> {
+        match loc(ctx.rqs, rq) {
+            (LOC_SORTED, _) => self.forest.next(rq),
+            _ => None,
+        }
+    }
+
+    fn former_request(&self, ctx: &SchedCtx, rq: RqId) -> Option<RqId> {
+        match loc(ctx.rqs, rq) {
+            (LOC_SORTED, _) => self.forest.prev(rq),
+            _ => None,
+        }
+    }
+}
+
+/// The part of `elv_bio_merge_ok` a scheduler can judge: the request is still
+/// mergeable and has the bio's op (`blk_rq_merge_ok`); with `same_prio` also
+/// the same I/O priority value (a v6.17 `blk_rq_merge_ok` rule; 4.x had no
+/// priority check). The core applies size/segment/cgroup limits afterwards.
+pub(crate) fn bio_merge_ok(rqs: &RequestArena, rq: RqId, bio: &BioInfo, same_prio: bool) -> bool {
+    let r = &rqs[rq];
+    let unmergeable =
+        flags::NOMERGE | flags::FUA | flags::PREFLUSH | flags::STARTED | flags::PASSTHROUGH;
+    r.flags & unmergeable == 0
+        && bio.flags & (flags::NOMERGE | flags::FUA | flags::PREFLUSH) == 0
+        && r.op == bio.op
+        && r.op != Op::Flush
+        && (!same_prio || r.ioprio == bio.ioprio)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::testing::Harness;
+
+    fn h() -> Harness<Deadline> {
+        Harness::new(Deadline::new())
+    }
+
+    #[test]
+    fn parsing_helpers() {
+        assert_eq!(kstrtoint("42"), Ok(42));
+        assert_eq!(kstrtoint("42\n"), Ok(42));
+        assert_eq!(kstrtoint("+7"), Ok(7));
+        assert_eq!(kstrtoint("-0x10"), Ok(-16));
+        assert_eq!(kstrtoint("010"), Ok(8));
+        assert_eq!(kstrtoint("0"), Ok(0));
+        assert!(kstrtoint("08").is_err());
+        assert!(kstrtoint("0x").is_err());
+        assert!(kstrtoint("12abc").is_err());
+        assert!(kstrtoint(" 1").is_err());
+        assert!(kstrtoint("").is_err());
+        assert!(kstrtoint("-+1").is_err());
+        assert!(kstrtoint("abc").unwrap_err().contains("invalid value"));
+        assert!(kstrtoint("2147483648")
+            .unwrap_err()
+            .contains("out of range"));
+        assert_eq!(kstrtoint("-2147483648"), Ok(i32::MIN));
+        assert!(kstrtoint("99999999999999999999999").is_err());
+        assert_eq!(legacy_strtoint("12abc"), Ok(12));
+        assert_eq!(legacy_strtoint("-5\n"), Ok(-5));
+        assert_eq!(legacy_strtoint("4294967297"), Ok(1)); // long truncated to int
+        assert!(legacy_strtoint("+5").is_err());
+        assert!(legacy_strtoint("abc")
+            .unwrap_err()
+            .contains("invalid value"));
+        assert_eq!(msecs_to_jiffies(10), 3);
+        assert_eq!(msecs_to_jiffies(500), 125);
+        assert_eq!(msecs_to_jiffies(i32::MAX), 536_870_912);
+        assert_eq!(jiffies_to_msecs_shown(3), 12);
+        assert_eq!(jiffies_to_msecs_shown(536_870_912), i32::MIN);
+    }
+
+    #[test]
+    fn tunables_order_defaults_and_round_trip() {
+        let mut s = Deadline::new();
+        let t = s.tunables();
+        let names: Vec<_> = t.iter().map(|t| t.name).collect();
+        assert_eq!(
+            names,
+            [
+                "read_expire",
+                "write_expire",
+                "writes_starved",
+                "front_merges",
+                "fifo_batch"
+            ]
+        );
+        let vals: Vec<_> = t.iter().map(|t| t.value.as_str()).collect();
+        assert_eq!(vals, ["500", "5000", "2", "1", "16"]);
+        assert!(t.iter().all(|t| t.value == t.default));
+        s.set_tunable("read_expire", "10\n").unwrap();
+        // 10 ms = 2.5 jiffies, rounded up to 3 jiffies = 12 ms at HZ=250.
+        assert_eq!(s.tunables()[0].value, "12");
+        s.set_tunable("write_expire", "-7").unwrap();
+        assert_eq!(s.tunables()[1].value, "0");
+        s.set_tunable("front_merges", "5").unwrap();
+        assert_eq!(s.tunables()[3].value, "1");
+        s.set_tunable("writes_starved", "-3").unwrap();
+        assert_eq!(s.tunables()[2].value, "-3");
+        s.set_tunable("fifo_batch", "-1").unwrap();
+        assert_eq!(s.tunables()[4].value, "0");
+        assert!(s
+            .set_tunable("fifo_batch", "lots")
+            .unwrap_err()
+            .contains("invalid value"));
+        let e = s.set_tunable("quantum", "1").unwrap_err();
+        assert!(e.contains("read_expire") && e.contains("fifo_batch"));
+    }
+
+    /// fifo_batch=2: a (t=0, sector 100); at 400 ms e@50, b@500, c@600, d@700.
+    /// Returns the dispatch order when `wait_ms` passes after the first batch.
+    fn expiry_scenario(wait_ms: u64) -> (Vec<RqId>, [RqId; 5]) {
+        let mut h = h();
+        h.sched.set_tunable("fifo_batch", "2").unwrap();
+        let a = h.read(100, 8);
+        h.advance_ms(400);
+        let e = h.read(50, 8);
+        let b = h.read(500, 8);
+        let c = h.read(600, 8);
+        let d = h.read(700, 8);
+        let mut order = vec![h.dispatch().unwrap(), h.dispatch().unwrap()];
+        h.advance_ms(wait_ms);
+        order.extend(h.dispatch_all());
+        (order, [a, b, c, d, e])
+    }
+
+    #[test]
+    fn expired_request_is_served_first() {
+        // No expiry: first batch a, b (sweep); next batch starts at next_rq c
+        // and sweeps on; e (below) is picked up when the sweep ends.
+        let (order, [a, b, c, d, e]) = expiry_scenario(0);
+        assert_eq!(order, vec![a, b, c, d, e]);
+        // e inserted at 400 ms expires at 900 ms (125 jiffies later). At
+        // 1000 ms the new batch starts from the expired FIFO head e instead
+        // of next_rq c, then sweeps upward from e.
+        let (order, [a, b, c, d, e]) = expiry_scenario(600);
+        assert_eq!(order, vec![a, b, e, c, d]);
+    }
+
+    #[test]
+    fn next_rq_is_a_snapshot_of_the_successor() {
+        let mut h = h();
+        let a = h.read(1000, 8);
+        let b = h.read(10, 8);
+        assert_eq!(h.dispatch(), Some(a));
+        // Nothing was above a when it left, so next_rq is empty and a request
+        // inserted above it later does not continue the batch (legacy
+        // next_rq, unlike mq-deadline's latest_pos): the FIFO head b wins.
+        let c = h.read(2000, 8);
+        assert_eq!(h.dispatch_all(), vec![b, c]);
+    }
+
+    #[test]
+    fn batch_sweeps_in_sector_order_without_expiry_checks() {
+        let mut h = h();
+        h.sched.set_tunable("fifo_batch", "3").unwrap();
+        // FIFO order 40, 10, 20, 30, 50; the first is the FIFO head.
+        let r40 = h.read(40, 8);
+        let r10 = h.read(10, 8);
+        let r20 = h.read(20, 8);
+        let r30 = h.read(30, 8);
+        let r50 = h.read(50, 8);
+        let r60 = h.read(60, 8);
+        assert_eq!(h.dispatch(), Some(r40));
+        // Everything has expired now, but the batch continues by sector.
+        h.advance_ms(1000);
+        assert_eq!(h.dispatch(), Some(r50));
+        assert_eq!(h.dispatch(), Some(r60));
+        // Batch of 3 done: new batch, FIFO head r10 expired → r10, then sweep.
+        assert_eq!(h.dispatch(), Some(r10));
+        assert_eq!(h.dispatch(), Some(r20));
+        assert_eq!(h.dispatch(), Some(r30));
+    }
+
+    #[test]
+    fn fifo_batch_one_is_fcfs_by_deadline() {
+        let mut h = h();
+        h.sched.set_tunable("fifo_batch", "1").unwrap();
+        let ids: Vec<RqId> = [70u64, 10, 50, 30, 90]
+            .iter()
+            .map(|&s| {
+                let id = h.read(s, 8);
+                h.advance_ms(600); // each older one expires before the next
+                id
+            })
+            .collect();
+        let order: Vec<RqId> = std::iter::from_fn(|| h.dispatch()).collect();
+        assert_eq!(order, ids);
+    }
+
+    /// Fill both directions, dispatch everything, report each request's dir.
+    fn batch_pattern(writes_starved: &str) -> String {
+        let mut h = h();
+        h.sched.set_tunable("fifo_batch", "2").unwrap();
+        h.sched
+            .set_tunable("writes_starved", writes_starved)
+            .unwrap();
+        for i in 0..8 {
+            h.read(1000 + i * 8, 8);
+            h.write(9000 + i * 8, 8);
+        }
+        let order = h.dispatch_all();
+        order
+            .iter()
+            .map(|&id| if h.rqs[id].op == Op::Read { 'R' } else { 'W' })
+            .collect()
+    }
+
+    #[test]
+    fn writes_starved_two_gives_read_read_write_batches() {
+        assert_eq!(batch_pattern("2"), "RRRRWWRRRRWWWWWW");
+    }
+
+    #[test]
+    fn writes_starved_one_alternates_zero_prefers_writes() {
+        // `starved++ >= writes_starved` with starved reset to 0 on every
+        // write batch: 1 alternates, 0 picks writes whenever they wait.
+        assert_eq!(batch_pattern("1"), "RRWWRRWWRRWWRRWW");
+        assert_eq!(batch_pattern("0"), "WWWWWWWWRRRRRRRR");
+        // Negative values compare as huge unsigned: writes only when no reads.
+        assert_eq!(batch_pattern("-1"), "RRRRRRRRWWWWWWWW");
+    }
+
+    #[test]
+    fn front_merge_lookup_honours_front_merges() {
+        let mut h = h();
+        let r = h.write(100, 8);
+        let bio = h.bio(Op::Write, 92, 8);
+        let found = h.with_ctx(|s, c| s.request_merge(c, &bio));
+        assert_eq!(found, Some((r, MergeKind::Front)));
+        // Wrong direction or non-adjacent: nothing.
+        let rbio = h.bio(Op::Read, 92, 8);
+        assert_eq!(h.with_ctx(|s, c| s.request_merge(c, &rbio)), None);
+        let far = h.bio(Op::Write, 90, 8);
+        assert_eq!(h.with_ctx(|s, c| s.request_merge(c, &far)), None);
+        h.sched.set_tunable("front_merges", "0").unwrap();
+        assert_eq!(h.with_ctx(|s, c| s.request_merge(c, &bio)), None);
+    }
+
+    #[test]
+    fn front_merge_rekeys_sort_tree() {
+        let mut h = h();
+        h.sched.set_tunable("fifo_batch", "4").unwrap();
+        let a = h.read(50, 8);
+        let b = h.read(100, 8);
+        let c = h.read(60, 8);
+        // Bio [40,50) front-merges into a... move b down to 20 instead.
+        h.rqs[b].sector = 20;
+        h.rqs[b].nr_sectors = 88;
+        h.with_ctx(|s, c| s.request_merged(c, b, MergeKind::Front));
+        assert_eq!(h.with_ctx(|s, cx| s.former_request(cx, a)), Some(b));
+        assert_eq!(h.with_ctx(|s, cx| s.next_request(cx, a)), Some(c));
+        // FIFO head a, then sweep upward from a: c; b is below.
+        assert_eq!(h.dispatch(), Some(a));
+        assert_eq!(h.dispatch(), Some(c));
+        assert_eq!(h.dispatch(), Some(b));
+    }
+
+    #[test]
+    fn requests_merged_inherits_earlier_deadline() {
+        let mut h = h();
+        h.sched.set_tunable("fifo_batch", "1").unwrap();
+        let next = h.read(108, 8); // older: earlier deadline
+        h.advance_ms(100);
+        let other = h.read(500, 8);
+        h.advance_ms(100);
+        let rq = h.read(100, 8); // newest
+                                 // Core merges next into rq (rq grows to cover [100,116)).
+        h.rqs[rq].nr_sectors = 16;
+        h.merge_requests(rq, next);
+        assert_eq!(h.rqs[rq].fifo_time, jiffy_to_ns(125));
+        // rq now sits at next's FIFO position, ahead of `other`.
+        h.advance_ms(400);
+        assert_eq!(h.dispatch(), Some(rq));
+        assert_eq!(h.dispatch(), Some(other));
+        assert_eq!(h.dispatch(), None);
+    }
+
+    #[test]
+    fn merge_of_never_inserted_request_is_harmless() {
+        let mut h = h();
+        let rq = h.write(100, 8);
+        let loose = h.alloc(Op::Write, 108, 8);
+        h.merge_requests(rq, loose);
+        assert_eq!(h.dispatch(), Some(rq));
+        assert_eq!(h.dispatch(), None);
+    }
+
+    #[test]
+    fn next_rq_advances_when_merged_away() {
+        let mut h = h();
+        let a = h.read(10, 8);
+        let b = h.read(18, 8);
+        let c = h.read(40, 8);
+        assert_eq!(h.dispatch(), Some(a)); // next_rq = b
+                                           // b is merged into something else and disappears.
+        let host = h.read(2, 8);
+        h.merge_requests(host, b);
+        assert_eq!(h.dispatch(), Some(c), "sweep continues after b");
+        assert_eq!(h.dispatch(), Some(host));
+    }
+
+    #[test]
+    fn at_head_goes_first() {
+        let mut h = h();
+        let a = h.read(10, 8);
+        let b = h.insert_new(Op::Write, 500, 8, true);
+        let c = h.insert_new(Op::Read, 900, 8, true);
+        assert_eq!(h.dispatch(), Some(c));
+        assert_eq!(h.dispatch(), Some(b));
+        assert_eq!(h.dispatch(), Some(a));
+        assert!(!h.sched.has_work(0));
+    }
+
+    #[test]
+    fn random_sequences_never_lose_requests() {
+        let mut h = h();
+        h.random_workout(7, 4000);
+        assert_eq!(h.sched.queued(), 0);
+    }
+}
