@@ -15,6 +15,13 @@ pub mod sort_tree;
 #[cfg(test)]
 pub mod testing;
 
+pub mod deadline;
+pub mod mq_deadline;
+pub mod noop;
+pub mod sort_tree;
+#[cfg(test)]
+pub mod testing;
+
 use crate::block::request::{Op, RequestArena, RqId};
 use crate::cgroup::CgroupTable;
 use crate::sim::time::{self, Ns};
@@ -224,6 +231,9 @@ pub const SCHEDULERS: &[SchedInfo] = &[
 pub fn create(name: &str) -> Result<Option<Box<dyn Elevator>>, String> {
     match name.trim() {
         "none" => Ok(None),
+        "noop" => Ok(Some(Box::new(noop::Noop::new()))),
+        "deadline" => Ok(Some(Box::new(deadline::Deadline::new()))),
+        "mq-deadline" => Ok(Some(Box::new(mq_deadline::MqDeadline::new()))),
         "noop" => Ok(Some(Box::new(noop::Noop::new()))),
         "deadline" => Ok(Some(Box::new(deadline::Deadline::new()))),
         "deadline" => Ok(Some(Box::new(deadline::Deadline::new()))),
