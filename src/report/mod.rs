@@ -68,3 +68,191 @@ pub struct RunReport {
     /// so output is byte-identical across runs).
     pub timestamp: u64,
 }
+
+pub mod fio_json;
+pub mod fio_text;
+pub mod numfmt;
+
+/// The fio version whose output layout we reproduce (the "fio version" string
+/// itself names elevator).
+pub const FIO_COMPAT_VERSION: &str = "3.33";
+
+/// One printed stats block: a job, or with `group_reporting` a run of jobs
+/// of the same group folded together (fio's `threadstats` entries).
+#[derive(Clone, Debug)]
+pub struct Entry<'a> {
+    /// Name of the first job in the entry.
+    pub name: &'a str,
+    pub groupid: u32,
+    /// First job's pid (deterministic: 1000 + job_index).
+    pub pid: u32,
+    pub stats: JobStats,
+    /// "job options" of the entry: fio keeps the last member's list.
+    pub job_options: &'a [(String, String)],
+    /// Longest `elapsed_ns` of the members.
+    pub elapsed_ns: Ns,
+}
+
+/// What goes where in the output, in job order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item {
+    Entry(usize),
+    /// Index into `RunReport::jobs` of a job that did not run.
+    NotModelled(usize),
+}
+
+/// fio's `group_run_stats` for one reporting group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupRun {
+    pub groupid: u32,
+    /// ms per direction.
+    pub max_run: [u64; 3],
+    pub min_run: [u64; 3],
+    /// Bytes/s per direction.
+    pub max_bw: [u64; 3],
+    pub min_bw: [u64; 3],
+    pub iobytes: [u64; 3],
+    /// Aggregate bandwidth: group bytes / longest runtime, bytes/s.
+    pub agg: [u64; 3],
+}
+
+impl GroupRun {
+    fn new(groupid: u32) -> GroupRun {
+        GroupRun {
+            groupid,
+            max_run: [0; 3],
+            min_run: [0; 3],
+            max_bw: [0; 3],
+            min_bw: [u64::MAX; 3],
+            iobytes: [0; 3],
+            agg: [0; 3],
+        }
+    }
+
+    /// fio's `convert_agg_kbytes_percent`: a job's mean bw (KiB/s,
+    /// truncated to an int as fio passes it) as percent of the group's.
+    pub fn agg_percent(&self, d: usize, mean_kib: f64) -> f64 {
+        if self.agg[d] <= 1024 {
+            return 100.0;
+        }
+        let mean = mean_kib as i32 as f64;
+        let p = mean * 100.0 / (self.agg[d] as f64 / 1024.0);
+        p.min(100.0)
+    }
+}
+
+/// Entries, output order and group totals, computed the way fio's
+/// `__show_run_stats` does.
+#[derive(Clone, Debug)]
+pub struct Layout<'a> {
+    pub entries: Vec<Entry<'a>>,
+    pub items: Vec<Item>,
+    /// Indexed by group id, 0..=highest group id of any job.
+    pub groups: Vec<GroupRun>,
+}
+
+pub fn layout(report: &RunReport) -> Layout<'_> {
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut items = Vec::new();
+    let mut last_gid: Option<u32> = None;
+    for (i, job) in report.jobs.iter().enumerate() {
+        if let JobStatus::NotModelled(_) = job.status {
+            // Like fio's stats=0 jobs: no entry, no effect on grouping.
+            items.push(Item::NotModelled(i));
+            continue;
+        }
+        let spec = &job.spec;
+        // fio starts a new entry unless this job has group_reporting and is
+        // in the same group as the previous one.
+        let join = !entries.is_empty() && spec.group_reporting && last_gid == Some(spec.group_id);
+        if join {
+            let e = entries.last_mut().expect("non-empty");
+            e.stats.merge(&job.stats);
+            e.job_options = &spec.job_options;
+            e.elapsed_ns = e.elapsed_ns.max(job.elapsed_ns);
+        } else {
+            items.push(Item::Entry(entries.len()));
+            entries.push(Entry {
+                name: &spec.name,
+                groupid: spec.group_id,
+                pid: 1000 + spec.job_index,
+                stats: job.stats.clone(),
+                job_options: &spec.job_options,
+                elapsed_ns: job.elapsed_ns,
+            });
+        }
+        last_gid = Some(spec.group_id);
+    }
+    let max_gid = report.jobs.iter().map(|j| j.spec.group_id).max();
+    let mut groups: Vec<GroupRun> = match max_gid {
+        Some(g) => (0..=g).map(GroupRun::new).collect(),
+        None => Vec::new(),
+    };
+    for e in &entries {
+        let rs = &mut groups[e.groupid as usize];
+        for (d, ds) in e.stats.dirs.iter().enumerate() {
+            let runt = ds.runtime_ms;
+            if runt == 0 {
+                continue;
+            }
+            if runt < rs.min_run[d] || rs.min_run[d] == 0 {
+                rs.min_run[d] = runt;
+            }
+            rs.max_run[d] = rs.max_run[d].max(runt);
+            let bw = ds.io_bytes * 1000 / runt;
+            rs.min_bw[d] = rs.min_bw[d].min(bw);
+            rs.max_bw[d] = rs.max_bw[d].max(bw);
+            rs.iobytes[d] += ds.io_bytes;
+        }
+    }
+    for rs in groups.iter_mut() {
+        for d in 0..3 {
+            rs.agg[d] = (rs.iobytes[d] * 1000).checked_div(rs.max_run[d]).unwrap_or(0);
+        }
+    }
+    Layout {
+        entries,
+        items,
+        groups,
+    }
+}
+
+/// Percent of `part` in `total` as fio's `stat_calc_dist` (depth maps):
+/// at least 0.1 when non-zero.
+pub(crate) fn dist(map: &[u64], total: u64) -> Vec<f64> {
+    map.iter()
+        .map(|m| {
+            if total == 0 {
+                return 0.0;
+            }
+            let v = *m as f64 / total as f64 * 100.0;
+            if v < 0.1 && *m > 0 {
+                0.1
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+/// fio's `stat_calc_lat` (latency buckets): at least 0.01 when non-zero,
+/// relative to all read/write/trim I/Os.
+pub(crate) fn lat_dist(src: &[u64], stats: &JobStats) -> Vec<f64> {
+    let total: u64 = stats.dirs.iter().map(|d| d.total_ios).sum();
+    src.iter()
+        .map(|s| {
+            if total == 0 {
+                return 0.0;
+            }
+            let v = *s as f64 / total as f64 * 100.0;
+            if v < 0.01 && *s > 0 {
+                0.01
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+/// fio's `io_ddir_name`.
+pub(crate) const DDIR_NAMES: [&str; 3] = ["read", "write", "trim"];

@@ -85,6 +85,17 @@ impl Histogram {
         self.counts = Some(c);
     }
 
+    /// Add `n` samples of value `val` at once (lab imports, tests).
+    pub fn add_count(&mut self, val: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.add(val);
+        if let Some(c) = &mut self.counts {
+            c[val_to_idx(val)] += n - 1;
+        }
+    }
+
     /// Add another histogram's counts (group_reporting sums buckets).
     pub fn merge(&mut self, other: &Histogram) {
         let Some(src) = &other.counts else { return };
