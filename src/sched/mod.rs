@@ -2,19 +2,6 @@
 //! `elevator_mq_ops` hooks; each scheduler lives in its own file.
 //! "none" is the absence of an elevator and is handled by the block layer.
 
-pub mod sort_tree;
-
-pub mod deadline;
-pub mod sort_tree;
-#[cfg(test)]
-pub mod testing;
-
-pub mod deadline;
-pub mod noop;
-pub mod sort_tree;
-#[cfg(test)]
-pub mod testing;
-
 pub mod deadline;
 pub mod mq_deadline;
 pub mod noop;
@@ -234,9 +221,6 @@ pub fn create(name: &str) -> Result<Option<Box<dyn Elevator>>, String> {
         "noop" => Ok(Some(Box::new(noop::Noop::new()))),
         "deadline" => Ok(Some(Box::new(deadline::Deadline::new()))),
         "mq-deadline" => Ok(Some(Box::new(mq_deadline::MqDeadline::new()))),
-        "noop" => Ok(Some(Box::new(noop::Noop::new()))),
-        "deadline" => Ok(Some(Box::new(deadline::Deadline::new()))),
-        "deadline" => Ok(Some(Box::new(deadline::Deadline::new()))),
         other => Err(format!(
             "unknown scheduler '{other}' (known: {})",
             SCHEDULERS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
