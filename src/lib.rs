@@ -9,6 +9,7 @@
 
 pub mod block;
 pub mod cgroup;
+pub mod cli;
 pub mod device;
 pub mod job;
 pub mod report;
