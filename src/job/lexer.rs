@@ -180,7 +180,9 @@ fn lex_into(
             continue;
         }
         let (key, value) = match line.split_once('=') {
-            Some((k, v)) => (k.trim(), Some(v.trim().to_string())),
+            // fio keeps blanks after '=' in the value it reports (`rwmixread = 30`
+            // shows as " 30" in its JSON); parsers trim.
+            Some((k, v)) => (k.trim(), Some(v.trim_end().to_string())),
             None => (line, None),
         };
         if key.is_empty() {
@@ -248,7 +250,8 @@ mod tests {
         assert_eq!(
             kv,
             vec![
-                ("bs", Some("4k"), 5),
+                // Blanks after '=' stay, as in fio's reported value.
+                ("bs", Some(" 4k"), 5),
                 ("rw", Some("randread"), 6),
                 ("time_based", None, 7)
             ]

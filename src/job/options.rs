@@ -494,6 +494,22 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("libblkio_write_zeroes_on_trim", &[], Flag),
     ig("libblkio_wait_mode", &[], Value),
     ig("libblkio_force_enable_completion_eventfd", &[], Flag),
+    ig("thp", &[], Value),
+    ig("volume", &[], Value),
+    ig("brick", &[], Value),
+    ig("single-instance", &[], Bool),
+    // ---- options of fio's built-in profiles (tiobench, act); fio accepts
+    // them in any job file (examples/steadystate.fio uses `threads=1`) ----
+    ig("block", &[], Value),
+    ig("numruns", &[], Value),
+    ig("dir", &[], Value),
+    ig("threads", &[], Value),
+    ig("device-names", &[], Value),
+    ig("load", &[], Value),
+    ig("threads-per-queue", &[], Value),
+    ig("read-req-num-512-blocks", &[], Value),
+    ig("large-block-op-kbytes", &[], Value),
+    ig("prep", &[], Flag),
 ];
 
 /// Find an option by its name or one of its aliases (case-sensitive, as fio).

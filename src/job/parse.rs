@@ -166,6 +166,13 @@ impl<'e> Parser<'e> {
         Ok(())
     }
 
+    /// Forget all `[global]` settings (fio's `fill_def_thread`, done before
+    /// every job file after the first on a command line).
+    pub(crate) fn reset_globals(&mut self) {
+        self.global = Builder::new();
+        self.global_options.clear();
+    }
+
     pub(crate) fn finish(self, source: &str) -> Result<JobFile, JobError> {
         if self.jobs.is_empty() {
             return Err(error(
@@ -230,14 +237,17 @@ impl<'e> Parser<'e> {
                 o.key, o.key
             )));
         }
-        out.push((def.name.to_string(), value.clone().unwrap_or_default()));
+        // fio's JSON lists options with their value; bare ones are left out.
+        if let Some(v) = &value {
+            out.push((def.name.to_string(), v.clone()));
+        }
         let Some(key) = def.key else {
             if !self.ignored.iter().any(|n| n == def.name) {
                 self.ignored.push(def.name.to_string());
             }
             return Ok(());
         };
-        set(b, key, def, value.as_deref()).map_err(fail)
+        set(b, key, def, value.as_deref().map(str::trim)).map_err(fail)
     }
 
     /// `${VAR}` from the environment (undefined → empty), then fio's
@@ -827,7 +837,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
             }
             s.filenames = names;
         }
-        Key::Directory => s.directory = Some(nonempty()?),
+        // An empty directory (e.g. from an unset ${VAR}) means "none".
+        Key::Directory => s.directory = Some(val()?.trim().to_string()).filter(|d| !d.is_empty()),
         Key::FileSize => s.filesize = Some(range(val()?, |x| positive_size(x, kb))?),
         Key::NrFiles => s.nrfiles = u32_in(val()?, kb, 1, u32::MAX)?,
         Key::NumJobs => s.numjobs = u32_in(val()?, kb, 1, MAX_JOBS as u32)?,

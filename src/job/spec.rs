@@ -221,7 +221,8 @@ pub struct JobSpec {
 
     pub random_distribution: RandomDistribution,
     /// `random_distribution=zoned:...`/`zoned_abs:...` per direction (read,
-    /// write, trim); `random_distribution` is `Random` when this is set.
+    /// write, trim; an empty list means uniform for that direction);
+    /// `random_distribution` is `Random` when this is set.
     pub random_zones: Option<[Vec<RandomZone>; 3]>,
     pub random_generator: RandomGenerator,
     pub norandommap: bool,
@@ -253,7 +254,9 @@ pub struct JobSpec {
     pub kb_base: u32,
 
     /// Options given in this job's own section (and its includes), in file
-    /// order, as fio prints them under "job options" in JSON.
+    /// order, as fio prints them under "job options" in JSON: fio's canonical
+    /// name (`blocksize` → `bs`), the value after `${VAR}` expansion; options
+    /// written without a value (`time_based`) are left out, as fio does.
     pub job_options: Vec<(String, String)>,
 }
 
@@ -263,7 +266,10 @@ pub struct JobFile {
     /// Where the jobs came from (file path or "<command line>").
     pub source: String,
     pub jobs: Vec<JobSpec>,
-    /// Options of `[global]` sections, in order, for JSON "global options".
+    /// Options of `[global]` sections, in order, for JSON "global options"
+    /// (same form as `JobSpec::job_options`). With several job files on a
+    /// command line fio resets its globals before each later file, so this
+    /// then holds the last file's globals, as fio prints them.
     pub global_options: Vec<(String, String)>,
     /// Valid fio options the model does not use, first-seen order, unique.
     pub ignored: Vec<String>,
