@@ -849,3 +849,39 @@ fn bench_record_io() {
         st.dirs[0].bw.samples
     );
 }
+
+/// `kb_base=1000`: SI units first, as fio prints them.
+#[test]
+fn kb_base_1000_prefers_si_units() {
+    let mut spec = JobSpec::with_defaults("si");
+    spec.kb_base = 1000;
+    let mut st = JobStats::new(&spec);
+    st.begin(0);
+    // 10,240,000 B/s for 2 s in 4 KiB reads.
+    let n = 5000u64;
+    for i in 1..=n {
+        st.record_io(Ddir::Read, 4096, None, 50_000, 50_000, i * 400_000);
+    }
+    st.end(2 * NS_PER_SEC);
+    let report = RunReport {
+        global_options: vec![],
+        jobs: vec![ran(spec, st, 2 * NS_PER_SEC)],
+        disk_util: vec![],
+        elevator: meta(),
+        timestamp: 0,
+    };
+    let text = fio_text::render_full(&report);
+    assert!(
+        text.contains("  read: IOPS=2500, BW=10.2MB/s (9.77MiB/s)(20.5MB/2000msec)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("   bw (   kB/s): min= 9992, max=10000, per=99.97%, avg=9997.33, stdev= 4.62, samples=3\n"),
+        "{text}"
+    );
+    assert!(text.contains("   READ: bw=10.2MB/s (9.77MiB/s), 10.2MB/s-10.2MB/s (9.77MiB/s-9.77MiB/s), io=20.5MB (19.5MiB), run=2000-2000msec\n"), "{text}");
+    assert!(
+        text.starts_with("si: (g=0): rw=read, bs=(R) 4096B-4096B,"),
+        "{text}"
+    );
+}

@@ -11,9 +11,8 @@ use super::{
 use crate::job::{BlockSizes, RwPattern};
 use crate::stats::{Histogram, IoStat, JobStats};
 
-/// fio's defaults for `kb_base` (1024: IEC units first) and `sig_figs`.
+/// fio's default `sig_figs`.
 const SIG_FIGS: usize = 4;
-const I2P: bool = true;
 /// fio's default `unit_base`: bytes.
 const UNIT: Unit = Unit::BytePerSec;
 
@@ -41,7 +40,14 @@ pub fn render(report: &RunReport) -> String {
         }
     }
     for rs in &lay.groups {
-        group_block(&mut out, rs);
+        // fio's group kb_base comes from the group's (last) entry.
+        let kb_base = lay
+            .entries
+            .iter()
+            .rev()
+            .find(|e| e.groupid == rs.groupid)
+            .map_or(1024, |e| e.stats.opts.kb_base);
+        group_block(&mut out, rs, kb_base.is_power_of_two());
     }
     if !report.disk_util.is_empty() {
         out.push_str("\nDisk stats (read/write):\n");
@@ -77,9 +83,9 @@ pub fn render_preamble(report: &RunReport) -> String {
                 s.name,
                 s.group_id,
                 rw_str(s.rw),
-                bs_range(&s.bs[0]),
-                bs_range(&s.bs[1]),
-                bs_range(&s.bs[2]),
+                bs_range(&s.bs[0], s.kb_base),
+                bs_range(&s.bs[1], s.kb_base),
+                bs_range(&s.bs[2], s.kb_base),
                 s.ioengine.name,
                 s.iodepth
             );
@@ -129,7 +135,8 @@ fn rw_str(rw: RwPattern) -> &'static str {
     }
 }
 
-fn bs_range(bs: &BlockSizes) -> String {
+fn bs_range(bs: &BlockSizes, kb_base: u32) -> String {
+    let i2p = kb_base != 1000;
     let (lo, hi) = match bs {
         BlockSizes::Fixed(b) => (*b, *b),
         BlockSizes::Range { min, max } => (*min, *max),
@@ -141,8 +148,8 @@ fn bs_range(bs: &BlockSizes) -> String {
     };
     format!(
         "{}-{}",
-        num2str(lo, SIG_FIGS, 1, true, Unit::Byte),
-        num2str(hi, SIG_FIGS, 1, true, Unit::Byte)
+        num2str(lo, SIG_FIGS, 1, i2p, Unit::Byte),
+        num2str(hi, SIG_FIGS, 1, i2p, Unit::Byte)
     )
 }
 
@@ -245,6 +252,8 @@ fn ddir_status(out: &mut String, ts: &JobStats, rs: &GroupRun, d: usize) {
     }
     let bw = 1000 * ds.io_bytes / runt;
     let iops = 1000 * ds.total_ios / runt;
+    let kb_base = ts.opts.kb_base;
+    let i2p = kb_base.is_power_of_two();
     // fio 3.33 reports zone resets on every write line.
     let post = if d == 1 { "; 0 zone resets" } else { "" };
     let _ = writeln!(
@@ -252,9 +261,9 @@ fn ddir_status(out: &mut String, ts: &JobStats, rs: &GroupRun, d: usize) {
         "  {}: IOPS={}, BW={} ({})({}/{}msec){}",
         DDIR_NAMES[d],
         num2str(iops, SIG_FIGS, 1, false, Unit::None),
-        num2str(bw, SIG_FIGS, 1, I2P, UNIT),
-        num2str(bw, SIG_FIGS, 1, !I2P, UNIT),
-        num2str(ds.io_bytes, SIG_FIGS, 1, I2P, Unit::Byte),
+        num2str(bw, SIG_FIGS, 1, i2p, UNIT),
+        num2str(bw, SIG_FIGS, 1, !i2p, UNIT),
+        num2str(ds.io_bytes, SIG_FIGS, 1, i2p, Unit::Byte),
         runt,
         post
     );
@@ -277,8 +286,8 @@ fn ddir_status(out: &mut String, ts: &JobStats, rs: &GroupRun, d: usize) {
     }
     if let Some((mut min, mut max, mut mean, mut dev)) = ds.bw.calc() {
         let p_of_agg = rs.agg_percent(d, mean);
-        let mut unit = "KiB";
-        let kb = 1024.0f64;
+        let mut unit = if i2p { "KiB" } else { "kB" };
+        let kb = kb_base as f64;
         if mean > kb * kb {
             // fio divides the integer min/max by a double and stores the
             // result back into an integer: truncation.
@@ -446,7 +455,7 @@ fn show_lat(out: &mut String, vals: &[f64], ranges: &[&str], msg: &str) {
 }
 
 /// fio's `show_group_stats`.
-fn group_block(out: &mut String, rs: &GroupRun) {
+fn group_block(out: &mut String, rs: &GroupRun, i2p: bool) {
     const NAMES: [&str; 3] = ["   READ", "  WRITE", "   TRIM"];
     let _ = write!(out, "\nRun status group {} (all jobs):\n", rs.groupid);
     for (d, dname) in NAMES.iter().enumerate() {
@@ -458,14 +467,14 @@ fn group_block(out: &mut String, rs: &GroupRun) {
             out,
             "{}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec",
             dname,
-            n(rs.agg[d], I2P, UNIT),
-            n(rs.agg[d], !I2P, UNIT),
-            n(rs.min_bw[d], I2P, UNIT),
-            n(rs.max_bw[d], I2P, UNIT),
-            n(rs.min_bw[d], !I2P, UNIT),
-            n(rs.max_bw[d], !I2P, UNIT),
-            n(rs.iobytes[d], I2P, Unit::Byte),
-            n(rs.iobytes[d], !I2P, Unit::Byte),
+            n(rs.agg[d], i2p, UNIT),
+            n(rs.agg[d], !i2p, UNIT),
+            n(rs.min_bw[d], i2p, UNIT),
+            n(rs.max_bw[d], i2p, UNIT),
+            n(rs.min_bw[d], !i2p, UNIT),
+            n(rs.max_bw[d], !i2p, UNIT),
+            n(rs.iobytes[d], i2p, Unit::Byte),
+            n(rs.iobytes[d], !i2p, Unit::Byte),
             rs.min_run[d],
             rs.max_run[d]
         );

@@ -172,6 +172,8 @@ pub struct StatOptions {
     pub latency_target: u64,
     pub latency_window: u64,
     pub latency_percentile: f64,
+    /// fio's `kb_base`: 1024 prints IEC units first, 1000 SI units first.
+    pub kb_base: u32,
 }
 
 /// One averaging window series (fio's `__add_samples` for bw or iops).
@@ -370,6 +372,7 @@ impl JobStats {
             latency_target: 0,
             latency_window: 0,
             latency_percentile: 100.0,
+            kb_base: if spec.kb_base == 0 { 1024 } else { spec.kb_base },
         };
         JobStats::with_options(opts)
     }
