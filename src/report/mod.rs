@@ -207,7 +207,9 @@ pub fn layout(report: &RunReport) -> Layout<'_> {
     }
     for rs in groups.iter_mut() {
         for d in 0..3 {
-            rs.agg[d] = (rs.iobytes[d] * 1000).checked_div(rs.max_run[d]).unwrap_or(0);
+            rs.agg[d] = (rs.iobytes[d] * 1000)
+                .checked_div(rs.max_run[d])
+                .unwrap_or(0);
         }
     }
     Layout {
@@ -256,3 +258,99 @@ pub(crate) fn lat_dist(src: &[u64], stats: &JobStats) -> Vec<f64> {
 
 /// fio's `io_ddir_name`.
 pub(crate) const DDIR_NAMES: [&str; 3] = ["read", "write", "trim"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{Ddir, JobSpec};
+
+    fn job(name: &str, gid: u32, idx: u32, gr: bool, bytes: u64, runtime_ms: u64) -> JobResult {
+        let mut spec = JobSpec::with_defaults(name);
+        spec.group_id = gid;
+        spec.job_index = idx;
+        spec.group_reporting = gr;
+        let mut stats = JobStats::new(&spec);
+        stats.begin(0);
+        for i in 0..bytes / 4096 {
+            stats.record_io(Ddir::Read, 4096, None, 1000, 1000, i);
+        }
+        stats.end(runtime_ms * 1_000_000);
+        JobResult {
+            spec,
+            stats,
+            status: JobStatus::Ran,
+            elapsed_ns: runtime_ms * 1_000_000,
+        }
+    }
+
+    fn report(jobs: Vec<JobResult>) -> RunReport {
+        RunReport {
+            global_options: vec![],
+            jobs,
+            disk_util: vec![],
+            elevator: ElevatorMeta::default(),
+            timestamp: 0,
+        }
+    }
+
+    #[test]
+    fn group_reporting_folds_consecutive_jobs_of_a_group() {
+        let mut nm = job("x", 1, 3, true, 0, 0);
+        nm.status = JobStatus::NotModelled("no".into());
+        let r = report(vec![
+            job("a", 0, 0, true, 4096 * 10, 1000),
+            job("a", 0, 1, true, 4096 * 30, 2000),
+            job("b", 1, 2, true, 4096 * 5, 500),
+            nm,
+            job("b", 1, 4, true, 4096 * 5, 500),
+            job("c", 3, 5, false, 4096, 100),
+        ]);
+        let lay = layout(&r);
+        assert_eq!(lay.entries.len(), 3);
+        assert_eq!(
+            lay.items,
+            vec![
+                Item::Entry(0),
+                Item::Entry(1),
+                Item::NotModelled(3),
+                Item::Entry(2)
+            ]
+        );
+        assert_eq!(lay.entries[0].stats.members, 2);
+        assert_eq!(lay.entries[0].pid, 1000);
+        assert_eq!(lay.entries[1].stats.members, 2);
+        assert_eq!(lay.entries[1].pid, 1002);
+        assert_eq!(lay.groups.len(), 4);
+        let g0 = &lay.groups[0];
+        assert_eq!(g0.max_run[0], 2000);
+        assert_eq!(g0.min_run[0], 2000);
+        assert_eq!(g0.iobytes[0], 4096 * 40);
+        assert_eq!(g0.agg[0], 4096 * 40 * 1000 / 2000);
+        assert_eq!(lay.groups[2].max_run, [0; 3]);
+    }
+
+    #[test]
+    fn without_group_reporting_every_job_is_an_entry() {
+        let r = report(vec![
+            job("a", 0, 0, false, 4096 * 10, 1000),
+            job("a", 0, 1, false, 4096 * 30, 2000),
+        ]);
+        let lay = layout(&r);
+        assert_eq!(lay.entries.len(), 2);
+        let g = &lay.groups[0];
+        assert_eq!((g.min_run[0], g.max_run[0]), (1000, 2000));
+        assert_eq!(g.min_bw[0], 4096 * 10);
+        assert_eq!(g.max_bw[0], 4096 * 30 / 2);
+        // 10 of 20 KiB/s-equivalents: per= is the job's share of the group.
+        assert_eq!(
+            g.agg_percent(0, 20.9),
+            20.0 * 100.0 / (g.agg[0] as f64 / 1024.0)
+        );
+    }
+
+    #[test]
+    fn distributions_floor_small_nonzero_values() {
+        assert_eq!(dist(&[1, 999_999, 0], 1_000_000), vec![0.1, 99.9999, 0.0]);
+        assert_eq!(dist(&[1, 2], 0), vec![0.0, 0.0]);
+    }
+}
