@@ -372,7 +372,11 @@ impl JobStats {
             latency_target: 0,
             latency_window: 0,
             latency_percentile: 100.0,
-            kb_base: if spec.kb_base == 0 { 1024 } else { spec.kb_base },
+            kb_base: if spec.kb_base == 0 {
+                1024
+            } else {
+                spec.kb_base
+            },
         };
         JobStats::with_options(opts)
     }
