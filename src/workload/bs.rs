@@ -129,8 +129,16 @@ impl BsChooser {
     /// A length of at most `room` bytes (`room >= self.min()`): a fresh draw,
     /// or the largest allowed size that fits when the draw would cross the
     /// end of the region.
-    #[inline]
+    #[inline(always)]
     pub fn pick(&self, rng: &mut impl RngCore, room: u64) -> u64 {
+        // The common fixed size stays inline on the hot path.
+        match self {
+            BsChooser::Fixed(b) => *b,
+            _ => self.pick_varied(rng, room),
+        }
+    }
+
+    fn pick_varied(&self, rng: &mut impl RngCore, room: u64) -> u64 {
         match self {
             BsChooser::Fixed(b) => *b,
             BsChooser::Range {

@@ -127,7 +127,7 @@ pub struct Normal {
     n: u64,
     mean: f64,
     sigma: f64,
-    /// Box-Muller yields pairs; the second one waits here.
+    /// Normal deviates come in pairs; the second one waits here.
     spare: Option<f64>,
 }
 
@@ -156,12 +156,17 @@ impl Normal {
         if let Some(z) = self.spare.take() {
             return z;
         }
-        let u1 = 1.0 - u01(rng); // (0, 1], keeps ln finite
-        let u2 = u01(rng);
-        let r = (-2.0 * u1.ln()).sqrt();
-        let (s, c) = (std::f64::consts::TAU * u2).sin_cos();
-        self.spare = Some(r * s);
-        r * c
+        // Marsaglia's polar method: Box-Muller without the trigonometry.
+        loop {
+            let x = 2.0 * u01(rng) - 1.0;
+            let y = 2.0 * u01(rng) - 1.0;
+            let s = x * x + y * y;
+            if s > 0.0 && s < 1.0 {
+                let f = (-2.0 * s.ln() / s).sqrt();
+                self.spare = Some(y * f);
+                return x * f;
+            }
+        }
     }
 
     /// A block in `0..n`.

@@ -558,3 +558,130 @@ proptest! {
         }
     }
 }
+
+/// CPU time of this thread in ns (Linux /proc; 10 ms ticks), so the numbers
+/// hold on a shared machine where wall time overstates them.
+fn thread_cpu_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    // Fields 14 and 15 (utime, stime) are 11 and 12 after the state field.
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks * 10_000_000)
+}
+
+/// `cargo test --release --lib workload::tests::bench -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn bench_next_io() {
+    use rand::{RngCore, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use std::time::Instant;
+    type Setup = Box<dyn Fn(&mut JobSpec)>;
+    let cases: Vec<(&str, Setup)> = vec![
+        ("read (seq)", Box::new(|s| s.rw = RwPattern::Read)),
+        (
+            "randread (perm map)",
+            Box::new(|s| s.rw = RwPattern::RandRead),
+        ),
+        (
+            "randread lfsr",
+            Box::new(|s| {
+                s.rw = RwPattern::RandRead;
+                s.random_generator = RandomGenerator::Lfsr;
+            }),
+        ),
+        (
+            "randread norandommap",
+            Box::new(|s| {
+                s.rw = RwPattern::RandRead;
+                s.norandommap = true;
+            }),
+        ),
+        (
+            "randrw 70% bssplit",
+            Box::new(|s| {
+                s.rw = RwPattern::RandRw;
+                s.rwmixread = 70;
+                s.bs = [
+                    BlockSizes::Split(vec![(4096, 60), (16384, 30), (65536, 10)]),
+                    BlockSizes::Fixed(4096),
+                    BlockSizes::Fixed(4096),
+                ];
+            }),
+        ),
+        (
+            "randread zipf:1.2",
+            Box::new(|s| {
+                s.rw = RwPattern::RandRead;
+                s.random_distribution = RandomDistribution::Zipf {
+                    theta: 1.2,
+                    center: None,
+                };
+            }),
+        ),
+        (
+            "randread pareto:0.2",
+            Box::new(|s| {
+                s.rw = RwPattern::RandRead;
+                s.random_distribution = RandomDistribution::Pareto {
+                    h: 0.2,
+                    center: None,
+                };
+            }),
+        ),
+        (
+            "randread normal:5",
+            Box::new(|s| {
+                s.rw = RwPattern::RandRead;
+                s.random_distribution = RandomDistribution::Normal {
+                    sigma_pct: 5.0,
+                    center: None,
+                };
+            }),
+        ),
+    ];
+    let n: u64 = std::env::var("WL_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000_000);
+    let only = std::env::var("WL_BENCH_ONLY").ok();
+    if only.is_none() {
+        // Calibration: the cost of one ChaCha8 draw on this machine.
+        let mut r = ChaCha8Rng::seed_from_u64(1);
+        let mut acc = 0u64;
+        let (t, c) = (Instant::now(), thread_cpu_ns());
+        for _ in 0..n {
+            acc = acc.wrapping_add(r.next_u64());
+        }
+        let ns = t.elapsed().as_nanos() as f64 / n as f64;
+        let cpu = thread_cpu_ns()
+            .zip(c)
+            .map_or(f64::NAN, |(b, a)| (b - a) as f64 / n as f64);
+        println!(
+            "{:24} {ns:6.1} ns wall {cpu:6.1} ns cpu per draw (checksum {acc:x})",
+            "ChaCha8 next_u64"
+        );
+    }
+    for (name, f) in cases {
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
+        let mut s = spec(RwPattern::Read);
+        s.time_based = true;
+        f(&mut s);
+        // A 1 TiB device region: 2^28 blocks of 4 KiB.
+        let mut g = Generator::new(&s, &one_file(0, 1 << 40), 1).unwrap();
+        let mut acc = 0u64;
+        let (t, c) = (Instant::now(), thread_cpu_ns());
+        for _ in 0..n {
+            let io = g.next_io().unwrap();
+            acc = acc.wrapping_add(io.offset ^ io.len);
+        }
+        let ns = t.elapsed().as_nanos() as f64 / n as f64;
+        let cpu = thread_cpu_ns()
+            .zip(c)
+            .map_or(f64::NAN, |(b, a)| (b - a) as f64 / n as f64);
+        println!("{name:24} {ns:6.1} ns wall {cpu:6.1} ns cpu per next_io (checksum {acc:x})");
+    }
+}
