@@ -204,9 +204,13 @@ impl<'e> Parser<'e> {
         {
             self.apply(b, o, &mut Vec::new())?;
         }
+        let start = out.len();
         for o in opts {
             self.apply(b, o, out)?;
         }
+        // List options in the order fio parses (and so reports) them; `sort_by_key`
+        // is stable, so file order holds within a priority.
+        out[start..].sort_by_key(|(name, _)| lookup(name).map(OptDef::order).unwrap_or((false, 0)));
         Ok(())
     }
 

@@ -253,10 +253,12 @@ pub struct JobSpec {
     /// prefixes fio's normal output prefers.
     pub kb_base: u32,
 
-    /// Options given in this job's own section (and its includes), in file
-    /// order, as fio prints them under "job options" in JSON: fio's canonical
-    /// name (`blocksize` → `bs`), the value after `${VAR}` expansion; options
-    /// written without a value (`time_based`) are left out, as fio does.
+    /// Options given in this job's own section (and its includes) as fio
+    /// prints them under "job options" in JSON: fio's canonical name
+    /// (`blocksize` → `bs`) and the value after `${VAR}` expansion, in file
+    /// order except where fio reorders (`kb_base` first, `filename` last,
+    /// ioengine-specific options after the rest); options written without a
+    /// value (`time_based`) are left out, as fio does.
     pub job_options: Vec<(String, String)>,
 }
 

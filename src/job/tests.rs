@@ -348,13 +348,13 @@ fn units_in_options() {
 #[test]
 fn kb_base_applies_to_its_section_and_below() {
     // kb_base is applied before the other options of its section, like fio.
-    let f = ok("[a]\nbs=4k\nkb_base=1000\n[global]\nkb_base=1000\n[b]\nbs=4k,4ki\n[c]\nkb_base=1024\nbs=4k\n");
+    let f = ok("[a]\nbs=4k\nkb_base=1000\n[global]\nkb_base=1000\n[b]\nbs=4k,4kib\n[c]\nkb_base=1024\nbs=4k\n");
     assert_eq!(f.jobs[0].bs[0], BlockSizes::Fixed(4000));
     assert_eq!(f.jobs[1].bs[0], BlockSizes::Fixed(4000));
     assert_eq!(f.jobs[1].bs[1], BlockSizes::Fixed(4096));
     assert_eq!(f.jobs[1].kb_base, 1000);
     assert_eq!(f.jobs[2].bs[0], BlockSizes::Fixed(4096));
-    let j = &ok("[a]\nsize=1mi\n").jobs[0];
+    let j = &ok("[a]\nsize=1MiB\n").jobs[0];
     assert_eq!(j.size, Some(SizeSpec::Bytes(1_000_000)));
 }
 
@@ -488,6 +488,22 @@ fn ignored_options_are_listed_once() {
         f.jobs[1].job_options[0],
         ("fill_device".to_string(), "1".to_string())
     );
+}
+
+#[test]
+fn option_lists_follow_fio_order() {
+    // fio parses kb_base first, filename after everything else and engine
+    // options last; its JSON lists them in that order (checked with fio 3.33).
+    let f = ok("[global]\nfilename=/dev/sdb\nhipri=1\nbs=4k\nkb_base=1000\n[j]\nfilename=/dev/sdc\nrw=read\n\
+                directory=/d\n");
+    let g: Vec<_> = f.global_options.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(g, vec!["kb_base", "bs", "filename", "hipri"]);
+    let j: Vec<_> = f.jobs[0]
+        .job_options
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    assert_eq!(j, vec!["rw", "directory", "filename"]);
 }
 
 #[test]

@@ -25,22 +25,18 @@ const MAX_DEPTH: u32 = 64;
 
 /// Multiplier of a size suffix (`k`, `KiB`, `mb`, ...), case-insensitive.
 ///
-/// fio's compatibility rule: with `kb_base=1024` (default) plain prefixes are
-/// binary (`4k` = 4096) and the IEC forms are decimal (`1mi` = 1000000); with
-/// `kb_base=1000` it is the other way round. A trailing `b`/`B` means bytes.
+/// fio's compatibility rule: with `kb_base=1024` (default) the plain prefixes
+/// are binary (`4k` = `4kb` = 4096) and the IEC spelling is decimal (`4KiB` =
+/// 4000); with `kb_base=1000` it is the other way round. As in fio's parser
+/// (checked against fio 3.33) only the full `Xib` form swaps: a bare `4ki`
+/// reads like `4k`, although HOWTO.rst's example table says otherwise.
 pub(crate) fn size_multiplier(suffix: &str, kb_base: u32) -> Option<u64> {
     let s = suffix.to_ascii_lowercase();
-    let mut s = s.as_str();
-    // "4b" / "4kb" / "4kib": the final b only says "bytes".
-    if s.len() >= 2 && s.ends_with('b') {
-        s = &s[..s.len() - 1];
-    } else if s == "b" {
-        s = "";
-    }
-    let (letter, iec) = match s.len() {
-        0 => return Some(1),
-        1 => (s.as_bytes()[0], false),
-        2 if s.as_bytes()[1] == b'i' => (s.as_bytes()[0], true),
+    let b = s.as_bytes();
+    let (letter, iec) = match b {
+        [] | [b'b'] => return Some(1),
+        [l] | [l, b'b'] | [l, b'i'] => (*l, false),
+        [l, b'i', b'b'] => (*l, true),
         _ => return None,
     };
     let power: u32 = match letter {
@@ -473,10 +469,15 @@ mod tests {
             ("1g", 1 << 30),
             ("1t", 1 << 40),
             ("1p", 1 << 50),
-            ("1mi", 1_000_000),
-            ("1000ki", 1_000_000),
+            ("1mib", 1_000_000),
+            ("1MiB", 1_000_000),
+            ("1000kib", 1_000_000),
             ("4kib", 4000),
-            ("1ti", 1_000_000_000_000),
+            ("4KiB", 4000),
+            ("1tib", 1_000_000_000_000),
+            // fio reads a bare "ki" like "k".
+            ("4ki", 4096),
+            ("1mi", 1 << 20),
             ("0x10", 16),
             ("0x10k", 16 * 1024),
             ("1.5k", 1536),
@@ -494,13 +495,14 @@ mod tests {
     fn sizes_kb_base_1000() {
         for (t, v) in [
             ("4k", 4000),
-            ("4ki", 4096),
+            ("4kib", 4096),
             ("4KiB", 4096),
+            ("4ki", 4000),
             ("1m", 1_000_000),
-            ("1mi", 1 << 20),
-            ("1024ki", 1 << 20),
+            ("1mib", 1 << 20),
+            ("1024kib", 1 << 20),
             ("1t", 1_000_000_000_000),
-            ("1ti", 1 << 40),
+            ("1tib", 1 << 40),
         ] {
             assert_eq!(parse_unsigned(t, S1000), Ok(v), "{t}");
         }
