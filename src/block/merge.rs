@@ -10,6 +10,14 @@ use crate::sched::{BioInfo, MergeKind};
 const UNMERGEABLE_RQ: u32 = flags::NOMERGE | flags::STARTED | flags::PASSTHROUGH | flags::FUA | flags::PREFLUSH;
 const UNMERGEABLE_BIO: u32 = flags::NOMERGE | flags::PASSTHROUGH | flags::FUA | flags::PREFLUSH;
 
+/// ELV_HASH_BITS (elevator.c): the merge hash has 64 buckets.
+pub(super) const ELV_HASH_BUCKETS: usize = 1 << 6;
+
+/// `hash_long(end_sector, ELV_HASH_BITS)`: golden-ratio multiplicative hash.
+fn hash_bucket(end: u64) -> usize {
+    (end.wrapping_mul(0x61C8_8646_80B5_83EB) >> (64 - 6)) as usize
+}
+
 /// `rq_mergeable`.
 pub(super) fn rq_mergeable(r: &Request) -> bool {
     r.flags & UNMERGEABLE_RQ == 0 && r.op != Op::Flush
@@ -58,15 +66,25 @@ enum Try {
 
 impl BlockLayer {
     pub(super) fn hash_add(&mut self, rq: RqId) {
-        self.hash.insert((self.rqs[rq].end_sector(), rq), ());
+        let end = self.rqs[rq].end_sector();
+        self.hash[hash_bucket(end)].push(rq);
     }
 
     pub(super) fn hash_del(&mut self, rq: RqId) {
-        self.hash.remove(&(self.rqs[rq].end_sector(), rq));
+        let end = self.rqs[rq].end_sector();
+        let b = &mut self.hash[hash_bucket(end)];
+        if let Some(i) = b.iter().position(|&x| x == rq) {
+            // Keep bucket order: the kernel's hlist finds the newest entry first.
+            b.remove(i);
+        }
     }
 
     fn hash_find(&self, end: u64) -> Option<RqId> {
-        self.hash.range((end, 0)..=(end, NIL)).next().map(|(&(_, id), _)| id)
+        self.hash[hash_bucket(end)]
+            .iter()
+            .rev()
+            .copied()
+            .find(|&id| self.rqs[id].end_sector() == end)
     }
 
     fn fits(&self, r: &Request, extra_sectors: u32, extra_bios: u32) -> bool {

@@ -17,7 +17,7 @@ use crate::sim::event::{Event, EventQueue};
 use crate::sim::time::{Ns, NS_PER_MS};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
 use request::{flags, IoPrio, Op, RequestArena, RqId, NIL};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// BLK_MQ_RESOURCE_DELAY: re-run a queue 3 ms after a resource shortage or a
 /// NULL dispatch with work pending (blk-mq.h).
@@ -190,8 +190,8 @@ pub struct BlockLayer {
     knobs: QueueKnobs,
     device: Box<dyn Device>,
     dev_out: DeviceOut,
-    /// Merge hash keyed by request end sector (`elv_rqhash`).
-    hash: BTreeMap<(u64, RqId), ()>,
+    /// Merge hash keyed by request end sector (`elv_rqhash`), 64 buckets.
+    hash: Vec<Vec<RqId>>,
     /// One-hit merge hint (`q->last_merge`).
     last_merge: RqId,
     /// Legacy request pool use per class (0 = sync, 1 = async).
@@ -247,7 +247,7 @@ impl BlockLayer {
             knobs,
             device: dev,
             dev_out: DeviceOut::default(),
-            hash: BTreeMap::new(),
+            hash: vec![Vec::new(); merge::ELV_HASH_BUCKETS],
             last_merge: NIL,
             legacy_used: [0; 2],
             frozen: false,
@@ -335,7 +335,9 @@ impl BlockLayer {
                 }
             }
         }
-        self.hash.clear();
+        for b in self.hash.iter_mut() {
+            b.clear();
+        }
         self.last_merge = NIL;
         self.legacy_used = [0; 2];
         Ok(())
@@ -596,7 +598,8 @@ impl BlockLayer {
         self.rqs[rq].insert_ns = env.now;
         self.with_elv(env, |e, ctx| e.insert(ctx, rq, at_head));
         self.rqs[rq].flags |= flags::IN_ELV | flags::ELV_INSERTED;
-        if core && merge::rq_mergeable(&self.rqs[rq]) {
+        // Only sort-tree requests are hashed; at-head (requeue) inserts are not.
+        if core && !at_head && merge::rq_mergeable(&self.rqs[rq]) {
             self.hash_add(rq);
             if self.last_merge == NIL {
                 self.last_merge = rq;

@@ -131,6 +131,13 @@ pub struct Simulation {
     global_options: Vec<(String, String)>,
     /// Ready to run a step after the current event.
     to_step: Vec<u32>,
+    /// Scratch buffers reused across events (no allocation per event).
+    scratch_done: Vec<BioDone>,
+    scratch_pids: Vec<u32>,
+    scratch_steps: Vec<u32>,
+    batch: Vec<u32>,
+    /// Jobs not yet Done or Skipped.
+    active: usize,
 }
 
 impl Simulation {
@@ -251,8 +258,14 @@ impl Simulation {
             disk_name,
             global_options: jobfile.global_options.clone(),
             to_step: Vec::new(),
+            scratch_done: Vec::new(),
+            scratch_pids: Vec::new(),
+            scratch_steps: Vec::new(),
+            batch: Vec::new(),
+            active: 0,
             cfg,
         };
+        sim.active = sim.jobs.iter().filter(|j| j.phase != Phase::Skipped).count();
         for (i, (at, _)) in sim.switches.iter().enumerate() {
             sim.events.push(*at, Event::Switch(i as u32));
         }
@@ -356,7 +369,7 @@ impl Simulation {
                 }
             }
             self.settle();
-            if self.jobs.iter().all(|j| matches!(j.phase, Phase::Done | Phase::Skipped)) {
+            if self.active == 0 {
                 break;
             }
             counter += 1;
@@ -372,23 +385,31 @@ impl Simulation {
     /// Deliver completions and wake-ups, then step the jobs that can act.
     fn settle(&mut self) {
         loop {
-            for d in std::mem::take(&mut self.done) {
+            std::mem::swap(&mut self.done, &mut self.scratch_done);
+            let mut done = std::mem::take(&mut self.scratch_done);
+            for d in done.drain(..) {
                 self.bio_done(d);
             }
-            for pid in std::mem::take(&mut self.woken) {
+            self.scratch_done = done;
+            std::mem::swap(&mut self.woken, &mut self.scratch_pids);
+            let mut woken = std::mem::take(&mut self.scratch_pids);
+            for pid in woken.drain(..) {
                 let job = &mut self.jobs[pid as usize];
                 if job.sleeping {
                     job.sleeping = false;
                     self.to_step.push(pid);
                 }
             }
+            self.scratch_pids = woken;
             if self.to_step.is_empty() {
                 break;
             }
-            let steps = std::mem::take(&mut self.to_step);
-            for j in steps {
+            std::mem::swap(&mut self.to_step, &mut self.scratch_steps);
+            let mut steps = std::mem::take(&mut self.scratch_steps);
+            for j in steps.drain(..) {
                 self.step(j as usize);
             }
+            self.scratch_steps = steps;
         }
     }
 
@@ -447,7 +468,7 @@ impl Simulation {
                 if job.spec.end_fsync && job.wrote && !job.end_fsync_sent {
                     job.end_fsync_sent = true;
                     let slot = self.new_sync_iou(j);
-                    self.commit(j, vec![slot]);
+                    self.commit(j, &[slot]);
                     return;
                 }
                 self.finish_job(j);
@@ -467,7 +488,8 @@ impl Simulation {
         let max_sectors = self.block.max_sectors().max(8) as u64;
         let job = &mut self.jobs[j];
         let batch_max = job.spec.iodepth_batch_submit.max(1) as usize;
-        let mut batch: Vec<u32> = Vec::new();
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
         while (job.inflight as usize + batch.len()) < job.depth as usize && batch.len() < batch_max {
             let fsync_every = if job.spec.fsync > 0 { job.spec.fsync } else { job.spec.fdatasync };
             if fsync_every > 0 && job.writes_since_sync >= fsync_every {
@@ -519,6 +541,7 @@ impl Simulation {
         }
         let job = &mut self.jobs[j];
         if batch.is_empty() {
+            self.batch = batch;
             if let Some((_, due)) = job.staged {
                 self.wake(j, due);
             } else if job.exhausted && job.inflight == 0 {
@@ -526,7 +549,8 @@ impl Simulation {
             }
             return;
         }
-        self.commit(j, batch);
+        self.commit(j, &batch);
+        self.batch = batch;
     }
 
     fn new_sync_iou(&mut self, j: usize) -> u32 {
@@ -538,7 +562,7 @@ impl Simulation {
     }
 
     /// One submit call (`io_submit`, or `pread`/`pwrite` for sync engines).
-    fn commit(&mut self, j: usize, batch: Vec<u32>) {
+    fn commit(&mut self, j: usize, batch: &[u32]) {
         let now = self.now;
         let job = &mut self.jobs[j];
         let cost = match job.kind {
@@ -547,7 +571,7 @@ impl Simulation {
             _ => costs::AIO_SUBMIT_BASE_NS + costs::AIO_SUBMIT_PER_IO_NS * batch.len() as u64,
         };
         job.busy_until = now + cost;
-        for &slot in &batch {
+        for &slot in batch {
             let iou = &mut job.ious[slot as usize];
             iou.issue = now + cost;
             if iou.ddir.is_none() {
@@ -567,8 +591,7 @@ impl Simulation {
         job.stats.record_submit(batch.len() as u32, depth_now);
         if job.kind == EngineKind::Null {
             // fio's null engine completes everything at once, no device involved.
-            let pending: Vec<Piece> = job.pending.drain(..).collect();
-            for p in pending {
+            for p in job.pending.drain(..) {
                 self.done.push(BioDone { owner: ((j as u64) << 32) | p.slot as u64, at: now + cost });
             }
         } else {
@@ -577,8 +600,12 @@ impl Simulation {
             let plugged = batch.len() > 2 || job.kind == EngineKind::Sync;
             self.submit_pending(j, plugged);
         }
-        let at = self.jobs[j].busy_until;
-        self.wake(j, at);
+        // A full job acts again on its next completion; otherwise when the call returns.
+        let job = &self.jobs[j];
+        if job.inflight < job.depth || job.sleeping || !job.pending.is_empty() {
+            let at = job.busy_until;
+            self.wake(j, at);
+        }
     }
 
     /// Submit the job's pending bios in order until done or the task sleeps.
@@ -673,6 +700,7 @@ impl Simulation {
         let job = &mut self.jobs[j];
         job.phase = Phase::Done;
         job.end = now;
+        self.active -= 1;
         if !job.stats_begun {
             job.stats.begin(job.ramp_end.min(now));
             job.stats_begun = true;
