@@ -857,8 +857,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         Key::IoDepthLow => s.iodepth_low = u32_in(val()?, kb, 0, u32::MAX)?,
         Key::IoEngine => {
             let name = nonempty()?;
-            // fio renamed its old "aio" engine to libaio.
-            let name = if name == "aio" {
+            // fio converts the old names "aio" and "linuxaio" to libaio.
+            let name = if name == "aio" || name == "linuxaio" {
                 "libaio".to_string()
             } else {
                 name

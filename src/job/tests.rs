@@ -459,6 +459,11 @@ fn other_modelled_options() {
         let j = &ok(&format!("[j]\nioengine={engine}\n")).jobs[0];
         assert_eq!((j.ioengine.name.as_str(), j.ioengine.kind), (engine, kind));
     }
+    let j = &ok("[j]\nioengine=aio\n").jobs[0];
+    assert_eq!(
+        (j.ioengine.name.as_str(), j.ioengine.kind),
+        ("libaio", EngineKind::Async)
+    );
 }
 
 #[test]
