@@ -7,7 +7,7 @@
 //! order, as a fresh filesystem would, and `offset` applies inside each file.
 
 use super::{JobLayout, Region};
-use crate::job::{BlockSizes, JobSpec, SizeSpec};
+use crate::job::{BlockSizes, EngineKind, JobSpec, SizeSpec};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -64,8 +64,22 @@ pub fn layout(jobs: &[JobSpec], device_bytes: u64) -> Result<Vec<JobLayout>, Str
     let mut cursor = 0u64;
     let mut needed = 0u128;
     for job in jobs {
+        if job.ioengine.kind == EngineKind::NotModelled {
+            // Network/exec/... engines do no block I/O: nothing to place.
+            out.push(JobLayout {
+                files: Vec::new(),
+                io_bytes: 0,
+            });
+            continue;
+        }
         let (files, total) = if job.filenames.is_empty() {
-            own_files(job, device_bytes, &mut cursor, &mut needed)?
+            if job.ioengine.kind == EngineKind::Null {
+                // fio's null engine still wants size= but its "files" take
+                // no room on the device.
+                own_files(job, device_bytes, &mut 0, &mut 0)?
+            } else {
+                own_files(job, device_bytes, &mut cursor, &mut needed)?
+            }
         } else {
             device_files(job, device_bytes)?
         };
@@ -350,6 +364,21 @@ mod tests {
         }
         let distinct: std::collections::BTreeSet<_> = l1[0].files.iter().map(|f| f.len).collect();
         assert!(distinct.len() > 1);
+    }
+
+    #[test]
+    fn null_and_unmodelled_engines_take_no_room() {
+        let mut a = job("a");
+        a.size = Some(SizeSpec::Bytes(GIB));
+        a.ioengine.kind = EngineKind::Null;
+        let mut b = job("net");
+        b.ioengine.kind = EngineKind::NotModelled;
+        let mut c = job("c");
+        c.size = Some(SizeSpec::Bytes(GIB));
+        let l = layout(&[a, b, c], GIB).unwrap();
+        assert_eq!(l[0].files[0], Region { start: 0, len: GIB });
+        assert!(l[1].files.is_empty());
+        assert_eq!(l[2].files[0], Region { start: 0, len: GIB });
     }
 
     #[test]

@@ -113,10 +113,10 @@ pub struct Generator {
 }
 
 impl Generator {
+    /// Errors say what is wrong but not which job: the caller names it.
     pub fn new(spec: &JobSpec, layout: &JobLayout, seed: u64) -> Result<Generator, String> {
-        let name = &spec.name;
         if layout.files.is_empty() {
-            return Err(format!("job '{name}': no files to do I/O to"));
+            return Err("no files to do I/O to".to_string());
         }
         let stream = |s: u64| {
             let mut r = ChaCha8Rng::seed_from_u64(seed);
@@ -134,8 +134,7 @@ impl Generator {
         let mut choosers: [Option<BsChooser>; 3] = [None, None, None];
         for d in Ddir::ALL {
             let i = d.index();
-            let c = BsChooser::new(&spec.bs[i], spec.bs_unaligned)
-                .map_err(|e| format!("job '{name}': {e}"));
+            let c = BsChooser::new(&spec.bs[i], spec.bs_unaligned);
             // Unused directions never pick a size; do not fail on them.
             choosers[i] = Some(match c {
                 Ok(c) => c,
@@ -152,7 +151,7 @@ impl Generator {
             let i = d.index();
             if min_len < min_bs[i].max(align[i]) {
                 return Err(format!(
-                    "job '{name}': its region ({min_len} bytes) is smaller than the {} block size ({} bytes)",
+                    "its region ({min_len} bytes) is smaller than the {} block size ({} bytes)",
                     ddir_name(d),
                     min_bs[i].max(align[i])
                 ));
@@ -180,10 +179,7 @@ impl Generator {
                     // fio's last_block(): the last start that leaves room for min bs.
                     let usable = f.len - min.saturating_sub(ba);
                     let n = (usable / ba).min((1 << 62) - 1);
-                    rand.push(
-                        RandomBlocks::new(n, spec, &mut rng_off)
-                            .map_err(|e| format!("job '{name}': {e}"))?,
-                    );
+                    rand.push(RandomBlocks::new(n, spec, &mut rng_off)?);
                 }
             }
         }
