@@ -103,6 +103,10 @@ pub struct Generator {
     pending: IoUnit,
     counted: [bool; 3],
     budget_bytes: u64,
+    /// Bytes per loop and where the current loop ends: each loop starts
+    /// over from the region start with a fresh random map, as fio does.
+    loop_bytes: u64,
+    loop_end: u64,
     done_bytes: u64,
     max_ios: u64,
     ios: u64,
@@ -242,6 +246,8 @@ impl Generator {
             },
             counted,
             budget_bytes: layout.io_bytes.saturating_mul(loops),
+            loop_bytes: layout.io_bytes,
+            loop_end: layout.io_bytes,
             done_bytes: 0,
             max_ios: spec
                 .number_ios
@@ -265,7 +271,13 @@ impl Generator {
             self.account(io);
             return Some(io);
         }
-        if !self.time_based && (self.done_bytes >= self.budget_bytes || self.ios >= self.max_ios) {
+        if !self.time_based && self.done_bytes >= self.loop_end {
+            if self.done_bytes >= self.budget_bytes {
+                return None;
+            }
+            self.next_loop();
+        }
+        if self.ios >= self.max_ios && !self.time_based {
             return None;
         }
         let ddir = match self.mode {
@@ -304,6 +316,20 @@ impl Generator {
         }
         self.account(io);
         Some(io)
+    }
+
+    #[cold]
+    fn next_loop(&mut self) {
+        self.loop_end = self.loop_end.saturating_add(self.loop_bytes);
+        for f in &mut self.files {
+            f.seq_next = [RESTART; 3];
+            f.last_end = [0; 3];
+        }
+        for r in &mut self.rand {
+            r.new_pass();
+        }
+        self.rand_run_left = 0;
+        self.next_file = 0;
     }
 
     #[inline]

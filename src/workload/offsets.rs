@@ -89,6 +89,15 @@ impl RandomBlocks {
         Ok(RandomBlocks { n, src })
     }
 
+    /// Forget which blocks this pass has hit (a new loop).
+    pub fn new_pass(&mut self) {
+        match &mut self.src {
+            Source::Perm(w) => w.new_pass(),
+            Source::Lfsr(w) => w.new_pass(),
+            _ => {}
+        }
+    }
+
     pub fn blocks(&self) -> u64 {
         self.n
     }

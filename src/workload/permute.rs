@@ -100,6 +100,11 @@ impl PermWalker {
         }
     }
 
+    /// Start a new pass now (fio resets its map at each loop).
+    pub fn new_pass(&mut self) {
+        self.counter = self.domain;
+    }
+
     #[inline]
     pub fn next(&mut self, rng: &mut impl RngCore) -> u64 {
         loop {
@@ -243,6 +248,11 @@ impl LfsrWalker {
         // Any nonzero state lies on the single maximal cycle.
         self.state = 1 + rng.next_u64() % self.period;
         self.steps = 0;
+    }
+
+    /// Start a new pass now (fio resets its map at each loop).
+    pub fn new_pass(&mut self) {
+        self.steps = self.period;
     }
 
     pub fn width(&self) -> u32 {

@@ -56,7 +56,13 @@ fn sequential_wraps_with_loops_and_io_size() {
     assert_eq!(ios.len(), 30);
     assert_eq!(ios[10].offset, 0);
     assert_eq!(ios[29].offset, 36 * KIB);
-    // io_size beyond the region wraps too.
+    // Each loop starts over at the region start, even when io_size stops
+    // short of the region end.
+    l.io_bytes = 8 * KIB;
+    let mut g = Generator::new(&s, &l, 1).unwrap();
+    let offs: Vec<u64> = drain(&mut g, 100).iter().map(|io| io.offset).collect();
+    assert_eq!(offs, vec![0, 4096, 0, 4096, 0, 4096]);
+    // io_size beyond the region wraps.
     s.loops = 1;
     l.io_bytes = 100 * KIB;
     let mut g = Generator::new(&s, &l, 1).unwrap();
@@ -128,6 +134,27 @@ fn random_budget_is_one_pass() {
     offs.sort_unstable();
     offs.dedup();
     assert_eq!(offs.len(), 1000);
+}
+
+#[test]
+fn random_loops_start_fresh_passes() {
+    let mut s = spec(RwPattern::RandRead);
+    s.loops = 2;
+    let mut l = one_file(0, 1000 * 4096);
+    l.io_bytes = 500 * 4096;
+    let mut g = Generator::new(&s, &l, 3).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    assert_eq!(ios.len(), 1000);
+    // Each loop is a new pass: no repeats within a loop, some across loops.
+    let distinct = |v: &[IoUnit]| {
+        let mut o: Vec<u64> = v.iter().map(|io| io.offset).collect();
+        o.sort_unstable();
+        o.dedup();
+        o.len()
+    };
+    assert_eq!(distinct(&ios[..500]), 500);
+    assert_eq!(distinct(&ios[500..]), 500);
+    assert!(distinct(&ios) < 1000);
 }
 
 #[test]
