@@ -510,6 +510,8 @@ proptest! {
         len_blocks in 64u64..5000,
         extra in 0u64..4096,
         nfiles in 1usize..3,
+        loops in 1u32..3,
+        io_quarters in 1u64..9,
         seed in any::<u64>(),
     ) {
         let mut s = spec(rw);
@@ -520,12 +522,13 @@ proptest! {
         s.random_generator = gen;
         s.norandommap = norandommap;
         s.rw_modifier = modifier;
+        s.loops = loops;
         let start = start / 512 * 512;
         let len = len_blocks * 4096 + extra;
         let files: Vec<Region> = (0..nfiles as u64)
             .map(|k| Region { start: start + k * len, len })
             .collect();
-        let layout = JobLayout { files: files.clone(), io_bytes: len * nfiles as u64 };
+        let layout = JobLayout { files: files.clone(), io_bytes: len * nfiles as u64 * io_quarters / 4 };
         let mut g = match Generator::new(&s, &layout, seed) {
             Ok(g) => g,
             // Only a region smaller than the largest alignment may be refused.
@@ -533,7 +536,7 @@ proptest! {
         };
         let ddirs = rw.ddirs();
         // Every I/O is at least 512 bytes; trimwrite issues two per block.
-        let limit = 2 * layout.io_bytes / 512 + 2;
+        let limit = 2 * layout.io_bytes * loops as u64 / 512 + 2 * loops as u64;
         let mut n = 0;
         while let Some(io) = g.next_io() {
             n += 1;
@@ -559,7 +562,7 @@ proptest! {
                 prop_assert_eq!((io.offset - f.start) % ba, 0, "{:?} not aligned to {}", io, ba);
             }
         }
-        prop_assert!(g.bytes_done() >= layout.io_bytes);
+        prop_assert!(g.bytes_done() >= layout.io_bytes * loops as u64);
     }
 
     #[test]
