@@ -82,7 +82,9 @@ EXIT CODES:
 /// Parse a duration like fio: plain number = seconds; suffixes ns, us, ms, s, m, h, d.
 pub fn parse_duration(s: &str) -> Result<Ns, String> {
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let v: f64 = num
         .parse()
@@ -95,7 +97,11 @@ pub fn parse_duration(s: &str) -> Result<Ns, String> {
         "m" | "min" => 60 * NS_PER_SEC,
         "h" => 3600 * NS_PER_SEC,
         "d" => 86400 * NS_PER_SEC,
-        _ => return Err(format!("unknown time unit '{unit}' in '{s}' (ns, us, ms, s, m, h, d)")),
+        _ => {
+            return Err(format!(
+                "unknown time unit '{unit}' in '{s}' (ns, us, ms, s, m, h, d)"
+            ))
+        }
     };
     if !v.is_finite() || v < 0.0 {
         return Err(format!("expected a non-negative duration, got '{s}'"));
@@ -159,7 +165,15 @@ pub fn parse_run_args(args: &[String]) -> Result<RunOptions, CliError> {
         };
         let takes_value = matches!(
             name,
-            "scheduler" | "device" | "set" | "seed" | "cpus" | "max-runtime" | "switch" | "output-format" | "output"
+            "scheduler"
+                | "device"
+                | "set"
+                | "seed"
+                | "cpus"
+                | "max-runtime"
+                | "switch"
+                | "output-format"
+                | "output"
         );
         if !takes_value {
             match name {
@@ -206,9 +220,11 @@ pub fn parse_run_args(args: &[String]) -> Result<RunOptions, CliError> {
                 o.max_runtime = Some(d);
             }
             "switch" => {
-                let (t, n) = value
-                    .split_once('=')
-                    .ok_or_else(|| bad(format!("--switch {value}: expected TIME=SCHEDULER, e.g. 30s=mq-deadline")))?;
+                let (t, n) = value.split_once('=').ok_or_else(|| {
+                    bad(format!(
+                        "--switch {value}: expected TIME=SCHEDULER, e.g. 30s=mq-deadline"
+                    ))
+                })?;
                 let at = parse_duration(t).map_err(|e| bad(format!("--switch: {e}")))?;
                 sched::create(n).map_err(|e| bad(format!("--switch: {e}")))?;
                 o.switches.push((at, n.trim().to_string()));
@@ -259,11 +275,16 @@ fn progress_printer(now: Ns, horizon: Option<Ns>) {
         return;
     }
     let bar = BAR.get_or_init(|| {
-        let b = indicatif::ProgressBar::with_draw_target(Some(1000), indicatif::ProgressDrawTarget::stderr());
+        let b = indicatif::ProgressBar::with_draw_target(
+            Some(1000),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
         b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} simulated {msg} [{bar:30}] {percent}% eta {eta}")
-                .expect("template")
-                .progress_chars("=> "),
+            indicatif::ProgressStyle::with_template(
+                "{spinner} simulated {msg} [{bar:30}] {percent}% eta {eta}",
+            )
+            .expect("template")
+            .progress_chars("=> "),
         );
         b
     });
@@ -319,7 +340,9 @@ pub fn sim_config(o: &RunOptions) -> Result<SimConfig, CliError> {
 /// Load the job file(s) / fio arguments.
 pub fn load_jobs(o: &RunOptions) -> Result<JobFile, CliError> {
     if o.fio_args.is_empty() {
-        return Err(bad("no job file or fio options given (see `elevator run --help`)"));
+        return Err(bad(
+            "no job file or fio options given (see `elevator run --help`)",
+        ));
     }
     job::parse_args(&o.fio_args, &env_lookup).map_err(|e| bad(e.to_string()))
 }
@@ -327,14 +350,24 @@ pub fn load_jobs(o: &RunOptions) -> Result<JobFile, CliError> {
 /// Print notices about ignored options and unmodelled jobs to stderr.
 fn notices(jf: &JobFile) {
     if !jf.ignored.is_empty() {
-        eprintln!("elevator: ignored: {} (valid fio options the model does not use)", jf.ignored.join(", "));
+        eprintln!(
+            "elevator: ignored: {} (valid fio options the model does not use)",
+            jf.ignored.join(", ")
+        );
     }
-    if jf.jobs.iter().any(|j| !j.direct && j.ioengine.kind != EngineKind::Null) {
+    if jf
+        .jobs
+        .iter()
+        .any(|j| !j.direct && j.ioengine.kind != EngineKind::Null)
+    {
         eprintln!("elevator: note: buffered I/O (direct=0) is simulated as direct I/O; the page cache is not modelled");
     }
     for j in &jf.jobs {
         if j.ioengine.kind == EngineKind::NotModelled && j.clone_index == 0 {
-            eprintln!("elevator: job '{}': not modelled (ioengine={})", j.name, j.ioengine.name);
+            eprintln!(
+                "elevator: job '{}': not modelled (ioengine={})",
+                j.name, j.ioengine.name
+            );
         }
     }
 }
@@ -349,7 +382,11 @@ pub fn cmd_run(args: &[String]) -> Result<(), CliError> {
     let jf = load_jobs(&o)?;
     let cfg = sim_config(&o)?;
     notices(&jf);
-    if jf.jobs.iter().all(|j| j.ioengine.kind == EngineKind::NotModelled) {
+    if jf
+        .jobs
+        .iter()
+        .all(|j| j.ioengine.kind == EngineKind::NotModelled)
+    {
         return Err(CliError {
             code: EXIT_NOT_MODELLED,
             message: format!("{}: no job can be modelled", jf.source),
@@ -373,7 +410,9 @@ pub fn cmd_run(args: &[String]) -> Result<(), CliError> {
         }
     }
     match &o.output {
-        Some(path) => std::fs::write(path, out).map_err(|e| bad(format!("--output {path}: {e}")))?,
+        Some(path) => {
+            std::fs::write(path, out).map_err(|e| bad(format!("--output {path}: {e}")))?
+        }
         None => {
             let mut so = std::io::stdout().lock();
             let _ = so.write_all(out.as_bytes());
@@ -386,7 +425,11 @@ pub fn cmd_run(args: &[String]) -> Result<(), CliError> {
 pub fn cmd_schedulers() -> String {
     let mut s = String::new();
     for info in SCHEDULERS {
-        let avail = if info.in_mainline { "kernel: mainline" } else { "kernel: removed/never merged (simulation only)" };
+        let avail = if info.in_mainline {
+            "kernel: mainline"
+        } else {
+            "kernel: removed/never merged (simulation only)"
+        };
         s.push_str(&format!("{}  ({avail})\n    {}\n", info.name, info.summary));
         match sched::create(info.name) {
             Ok(Some(e)) => {
@@ -431,7 +474,9 @@ pub fn cmd_devices(args: &[String]) -> Result<String, CliError> {
                 ));
             }
             s.push_str("reserved (next issue): hdd, sata-ssd\n");
-            s.push_str("show a profile: elevator devices --show NAME; use your own: --device FILE.toml\n");
+            s.push_str(
+                "show a profile: elevator devices --show NAME; use your own: --device FILE.toml\n",
+            );
             Ok(s)
         }
         [flag, name] if flag == "--show" => Ok(load_profile(name).map_err(bad)?.text),
@@ -508,7 +553,10 @@ mod tests {
         .unwrap();
         assert_eq!(o.scheduler, "none");
         assert_eq!(o.sets, vec![("nr_requests".to_string(), "64".to_string())]);
-        assert_eq!(o.fio_args, s(&["-rw=randwrite", "-bs=4k", "-group_reporting"]));
+        assert_eq!(
+            o.fio_args,
+            s(&["-rw=randwrite", "-bs=4k", "-group_reporting"])
+        );
         assert_eq!(o.switches, vec![(NS_PER_SEC, "none".to_string())]);
         assert_eq!(o.formats, s(&["normal", "json"]));
     }

@@ -45,7 +45,15 @@ fn total(rep: &RunReport, d: Ddir) -> (u64, f64, f64) {
         }
         lat_weighted += j.stats.lat_mean_ns(d) * n as f64;
     }
-    (ios, iops, if ios > 0 { lat_weighted / ios as f64 } else { 0.0 })
+    (
+        ios,
+        iops,
+        if ios > 0 {
+            lat_weighted / ios as f64
+        } else {
+            0.0
+        },
+    )
 }
 
 const RANDREAD_QD32: &str = "[global]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth=32\nruntime=1\ntime_based\nfilename=/dev/nvme0n1\n[a]\n[b]\n";
@@ -59,7 +67,10 @@ fn littles_law_holds_for_closed_loop_jobs() {
         let outstanding = iops * lat / 1e9;
         let expected = 64.0;
         let err = (outstanding - expected).abs() / expected;
-        assert!(err < 0.05, "{sched}: iops {iops:.0} x lat {lat:.0} ns = {outstanding:.2}, expected {expected}");
+        assert!(
+            err < 0.05,
+            "{sched}: iops {iops:.0} x lat {lat:.0} ns = {outstanding:.2}, expected {expected}"
+        );
     }
 }
 
@@ -102,7 +113,11 @@ fn passthrough_requests_bypass_the_scheduler_and_complete() {
                 [pt]\nioengine=io_uring_cmd\nrw=randread\n[normal]\nioengine=libaio\nrw=randread\n";
     let rep = run(text, cfg("mq-deadline", "nvme"));
     for j in &rep.jobs {
-        assert!(j.stats.total_ios(Ddir::Read) > 1000, "{} did little", j.spec.name);
+        assert!(
+            j.stats.total_ios(Ddir::Read) > 1000,
+            "{} did little",
+            j.spec.name
+        );
     }
 }
 
@@ -138,7 +153,10 @@ fn nvme_throughput_saturates_and_latency_grows_with_depth() {
     let (i512, l512) = at(512);
     assert!(i64 > 8.0 * i1, "QD64 {i64} vs QD1 {i1}");
     assert!(i512 < 1.3 * at(256).0, "saturation: {i512}");
-    assert!(l512 > 4.0 * l1, "latency grows past saturation: {l512} vs {l1}");
+    assert!(
+        l512 > 4.0 * l1,
+        "latency grows past saturation: {l512} vs {l1}"
+    );
 }
 
 #[test]

@@ -87,19 +87,15 @@ impl QueueKnobs {
                 self.write_cache = Some(match value.trim() {
                     "write back" | "write-back" | "writeback" => true,
                     "write through" | "write-through" | "writethrough" | "none" => false,
-                    _ => {
-                        return Err(format!(
-                            "write_cache: expected \"write back\" or \"write through\", got '{value}'"
-                        ))
-                    }
+                    _ => return Err(format!(
+                        "write_cache: expected \"write back\" or \"write through\", got '{value}'"
+                    )),
                 })
             }
-            other => {
-                return Err(format!(
-                    "unknown queue knob '{other}' (known: {}, and iosched/NAME for scheduler tunables)",
-                    QUEUE_KNOBS.join(", ")
-                ))
-            }
+            other => return Err(format!(
+                "unknown queue knob '{other}' (known: {}, and iosched/NAME for scheduler tunables)",
+                QUEUE_KNOBS.join(", ")
+            )),
         }
         Ok(())
     }
@@ -114,10 +110,16 @@ mod tests {
         k.set("nr_requests", "2").unwrap();
         assert_eq!(k.nr_requests, Some(4));
         assert!(k.set("nomerges", "3").is_err());
-        assert!(k.set("nr_requests", "abc").unwrap_err().contains("nr_requests"));
+        assert!(k
+            .set("nr_requests", "abc")
+            .unwrap_err()
+            .contains("nr_requests"));
         k.set("write_cache", "write back").unwrap();
         assert_eq!(k.write_cache, Some(true));
-        assert!(k.set("bogus", "1").unwrap_err().contains("unknown queue knob"));
+        assert!(k
+            .set("bogus", "1")
+            .unwrap_err()
+            .contains("unknown queue knob"));
         k.set("max_sectors_kb", "0").unwrap();
         assert_eq!(k.max_sectors_kb, None);
     }

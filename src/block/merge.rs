@@ -7,7 +7,8 @@ use super::{BioSubmit, BlockLayer, Env, Plug, CTX_MERGE_SCAN};
 use crate::block::request::Op;
 use crate::sched::{BioInfo, MergeKind};
 
-const UNMERGEABLE_RQ: u32 = flags::NOMERGE | flags::STARTED | flags::PASSTHROUGH | flags::FUA | flags::PREFLUSH;
+const UNMERGEABLE_RQ: u32 =
+    flags::NOMERGE | flags::STARTED | flags::PASSTHROUGH | flags::FUA | flags::PREFLUSH;
 const UNMERGEABLE_BIO: u32 = flags::NOMERGE | flags::PASSTHROUGH | flags::FUA | flags::PREFLUSH;
 
 /// ELV_HASH_BITS (elevator.c): the merge hash has 64 buckets.
@@ -103,7 +104,8 @@ impl BlockLayer {
             return Try::Refused;
         }
         let bio = self.new_bio(b);
-        let in_hash = self.rqs[rq].has(flags::IN_ELV) && self.elv.as_ref().is_some_and(|e| e.core_merging());
+        let in_hash =
+            self.rqs[rq].has(flags::IN_ELV) && self.elv.is_some() && self.elv_props.core_merging;
         if in_hash && kind == MergeKind::Back {
             self.hash_del(rq);
         }
@@ -157,7 +159,7 @@ impl BlockLayer {
                 }
             }
         }
-        match self.elv.as_ref().map(|e| e.core_merging()) {
+        match self.elv.as_ref().map(|_| self.elv_props.core_merging) {
             // 2a. No elevator: the current CPU's software queue, newest 8.
             None => self.ctx_merge(b, cpu, hctx),
             // 2b. Elevators with the core merge path (mq-deadline, bfq, legacy).
@@ -172,7 +174,9 @@ impl BlockLayer {
                 };
                 self.elv = Some(e);
                 match cand {
-                    Some((rq, kind)) if rq_mergeable(&self.rqs[rq]) && compatible(&self.rqs[rq], b) => {
+                    Some((rq, kind))
+                        if rq_mergeable(&self.rqs[rq]) && compatible(&self.rqs[rq], b) =>
+                    {
                         matches!(self.merge_bio_into(rq, b, kind), Try::Merged)
                     }
                     _ => false,
@@ -293,13 +297,17 @@ impl BlockLayer {
         if !rq_mergeable(a) || !rq_mergeable(b) {
             return false;
         }
-        if a.op != b.op || a.cgroup != b.cgroup || a.ioprio != b.ioprio || a.end_sector() != b.sector {
+        if a.op != b.op
+            || a.cgroup != b.cgroup
+            || a.ioprio != b.ioprio
+            || a.end_sector() != b.sector
+        {
             return false;
         }
         if !self.fits(a, b.nr_sectors, b.nr_bios) {
             return false;
         }
-        let core = self.elv.as_ref().is_some_and(|e| e.core_merging());
+        let core = self.elv.is_some() && self.elv_props.core_merging;
         let rq_in_hash = core && self.rqs[rq].has(flags::IN_ELV);
         if rq_in_hash {
             self.hash_del(rq);

@@ -186,6 +186,8 @@ pub struct BlockLayer {
     cpu_hctx: Vec<u16>,
     cpu_slot: Vec<u16>,
     elv: Option<Box<dyn Elevator>>,
+    /// Properties of the attached elevator, read once at attach (hot path).
+    elv_props: ElvProps,
     q: QueueInfo,
     knobs: QueueKnobs,
     device: Box<dyn Device>,
@@ -207,8 +209,27 @@ pub struct BlockLayer {
     pub inv: Invariants,
 }
 
-fn ctx_of(elv: &Option<Box<dyn Elevator>>) -> bool {
-    elv.as_ref().is_some_and(|e| e.legacy())
+/// What the core needs to know about the attached elevator on every request.
+#[derive(Clone, Copy, Debug, Default)]
+struct ElvProps {
+    legacy: bool,
+    core_merging: bool,
+    insert_merging: bool,
+    single_queue: bool,
+}
+
+impl ElvProps {
+    fn of(elv: &Option<Box<dyn Elevator>>) -> ElvProps {
+        match elv {
+            None => ElvProps::default(),
+            Some(e) => ElvProps {
+                legacy: e.legacy(),
+                core_merging: e.core_merging(),
+                insert_merging: e.insert_merging(),
+                single_queue: e.single_queue(),
+            },
+        }
+    }
 }
 
 impl BlockLayer {
@@ -236,6 +257,7 @@ impl BlockLayer {
             cpu_hctx: Vec::new(),
             cpu_slot: Vec::new(),
             elv: None,
+            elv_props: ElvProps::default(),
             q: QueueInfo {
                 nr_hw_queues: 1,
                 queue_depth: limits.queue_depth,
@@ -282,7 +304,7 @@ impl BlockLayer {
     fn attach(&mut self, elv: Option<Box<dyn Elevator>>) -> Result<(), String> {
         debug_assert_eq!(self.rqs.live(), 0);
         let limits = self.device.limits().clone();
-        let legacy = ctx_of(&elv);
+        let legacy = ElvProps::of(&elv).legacy;
         // Legacy single-queue schedulers see one queue; blk-mq uses min(device queues, CPUs).
         let nr_hw = if legacy {
             1
@@ -324,6 +346,7 @@ impl BlockLayer {
                 _ => n,
             },
         };
+        self.elv_props = ElvProps::of(&elv);
         self.elv = elv;
         if let Some(e) = self.elv.as_mut() {
             e.init(&self.q);
@@ -331,7 +354,8 @@ impl BlockLayer {
             let names: Vec<&str> = e.tunables().iter().map(|t| t.name).collect();
             for (k, v) in &self.iosched_settings {
                 if names.contains(&k.as_str()) {
-                    e.set_tunable(k, v).map_err(|err| format!("iosched/{k}: {err}"))?;
+                    e.set_tunable(k, v)
+                        .map_err(|err| format!("iosched/{k}: {err}"))?;
                 }
             }
         }
@@ -373,7 +397,12 @@ impl BlockLayer {
     // ----- submission -------------------------------------------------------
 
     /// `submit_bio`. With a plug, new requests collect in it until `finish_plug`.
-    pub fn submit_bio(&mut self, env: &mut Env, b: &BioSubmit, mut plug: Option<&mut Plug>) -> SubmitResult {
+    pub fn submit_bio(
+        &mut self,
+        env: &mut Env,
+        b: &BioSubmit,
+        mut plug: Option<&mut Plug>,
+    ) -> SubmitResult {
         if self.frozen {
             // blk_queue_enter blocks while the queue is frozen; the task sleeps,
             // which flushes its plug.
@@ -389,7 +418,10 @@ impl BlockLayer {
         if b.op == Op::Flush && !self.write_cache() {
             self.inv.bios_submitted += 1;
             self.inv.bios_completed += 1;
-            env.done.push(BioDone { owner: b.owner, at: env.now });
+            env.done.push(BioDone {
+                owner: b.owner,
+                at: env.now,
+            });
             return SubmitResult::Taken;
         }
         if self.try_merge_bio(env, b, cpu, hctx, plug.as_deref_mut()) {
@@ -424,10 +456,9 @@ impl BlockLayer {
         if let Some(p) = plug {
             if b.flags & flags::PASSTHROUGH == 0 && b.op != Op::Flush {
                 let limit = PLUG_MAX_REQUESTS;
-                let last_big = p
-                    .rqs
-                    .last()
-                    .is_some_and(|&l| self.q.nomerges != 2 && self.rqs[l].nr_sectors >= PLUG_FLUSH_SECTORS);
+                let last_big = p.rqs.last().is_some_and(|&l| {
+                    self.q.nomerges != 2 && self.rqs[l].nr_sectors >= PLUG_FLUSH_SECTORS
+                });
                 if p.rqs.len() >= limit || last_big {
                     self.flush_plug(env, p, false);
                 }
@@ -458,7 +489,7 @@ impl BlockLayer {
         let bypass = b.op == Op::Flush || b.flags & flags::PASSTHROUGH != 0;
         let sync = b.op == Op::Read || b.flags & flags::SYNC != 0;
         match &self.elv {
-            Some(e) if e.legacy() => {
+            Some(_) if self.elv_props.legacy => {
                 let class = if sync { 0 } else { 1 };
                 if self.legacy_used[class] >= self.q.nr_requests {
                     return None;
@@ -492,7 +523,12 @@ impl BlockLayer {
             r.op = b.op;
             r.sector = b.sector;
             r.nr_sectors = b.nr_sectors;
-            r.flags = b.flags & (flags::SYNC | flags::FUA | flags::PREFLUSH | flags::PASSTHROUGH | flags::NOMERGE);
+            r.flags = b.flags
+                & (flags::SYNC
+                    | flags::FUA
+                    | flags::PREFLUSH
+                    | flags::PASSTHROUGH
+                    | flags::NOMERGE);
             if self.elv.is_none() {
                 r.flags |= flags::DRIVER_TAG;
             }
@@ -516,7 +552,11 @@ impl BlockLayer {
     }
 
     /// Run an elevator hook with a fresh context; handles timers and kicks.
-    fn with_elv<R>(&mut self, env: &mut Env, f: impl FnOnce(&mut dyn Elevator, &mut SchedCtx) -> R) -> R {
+    fn with_elv<R>(
+        &mut self,
+        env: &mut Env,
+        f: impl FnOnce(&mut dyn Elevator, &mut SchedCtx) -> R,
+    ) -> R {
         let elv = self.elv.as_deref_mut().expect("elevator attached");
         let mut ctx = SchedCtx {
             now: env.now,
@@ -562,7 +602,10 @@ impl BlockLayer {
         }
         let sync = r.is_sync();
         let busy = self.hctxs[hctx].dispatch_busy > 0;
-        if from_schedule || (busy && (self.hctxs.len() == 1 || !sync)) || !self.hctxs[hctx].dispatch.is_empty() {
+        if from_schedule
+            || (busy && (self.hctxs.len() == 1 || !sync))
+            || !self.hctxs[hctx].dispatch.is_empty()
+        {
             self.ctx_insert(rq);
             if from_schedule {
                 self.schedule_run(env, hctx as u16, env.now);
@@ -588,10 +631,7 @@ impl BlockLayer {
 
     /// Insert into the elevator (with the insert merge first for schedulers that want it).
     fn elv_insert(&mut self, env: &mut Env, rq: RqId, at_head: bool) {
-        let (core, insert_merge) = {
-            let e = self.elv.as_ref().expect("elevator");
-            (e.core_merging(), e.insert_merging())
-        };
+        let (core, insert_merge) = (self.elv_props.core_merging, self.elv_props.insert_merging);
         if insert_merge && !at_head && self.try_insert_merge(env, rq) {
             return;
         }
@@ -770,7 +810,11 @@ impl BlockLayer {
     fn dispatch_sched(&mut self, env: &mut Env, hctx: usize) {
         let budget = self.device.limits().budget;
         // Pull one request per round when busy, else up to nr_requests (v6.17).
-        let max = if self.hctxs[hctx].dispatch_busy > 0 { 1 } else { self.q.nr_requests };
+        let max = if self.hctxs[hctx].dispatch_busy > 0 {
+            1
+        } else {
+            self.q.nr_requests
+        };
         let mut pulled = 0;
         let mut all_sent = true;
         loop {
@@ -836,9 +880,12 @@ impl BlockLayer {
         let mut all_sent = true;
         'outer: while self.hctxs[hctx].ctx_pending > 0 {
             for i in 0..nctx {
-                let slot = if busy { (self.hctxs[hctx].dispatch_from + i) % nctx } else { i };
-                loop {
-                    let Some(&rq) = self.hctxs[hctx].ctx_lists[slot].front() else { break };
+                let slot = if busy {
+                    (self.hctxs[hctx].dispatch_from + i) % nctx
+                } else {
+                    i
+                };
+                while let Some(&rq) = self.hctxs[hctx].ctx_lists[slot].front() {
                     if !self.issue(env, rq) {
                         all_sent = false;
                         self.schedule_run(env, hctx as u16, env.now + RESOURCE_DELAY);
@@ -864,7 +911,13 @@ impl BlockLayer {
     pub fn device_complete(&mut self, env: &mut Env, rq: RqId) {
         let (op, sectors, start, hctx, use_sched) = {
             let r = &self.rqs[rq];
-            (r.op, r.nr_sectors, r.start_ns, r.hctx as usize, r.has(flags::USE_SCHED))
+            (
+                r.op,
+                r.nr_sectors,
+                r.start_ns,
+                r.hctx as usize,
+                r.has(flags::USE_SCHED),
+            )
         };
         self.inv.requests_completed += 1;
         if op != Op::Flush {
@@ -893,7 +946,7 @@ impl BlockLayer {
             }
         }
         // Restart: a freed tag may let this queue (or a shared scheduler) go on.
-        if self.elv.as_ref().is_some_and(|e| e.single_queue()) && self.hctxs.len() > 1 {
+        if self.elv_props.single_queue && self.elv.is_some() && self.hctxs.len() > 1 {
             for h in 0..self.hctxs.len() {
                 self.run_hw_queue(env, h);
             }
@@ -906,7 +959,10 @@ impl BlockLayer {
         let mut b = self.rqs[rq].bio_head;
         while b != u32::MAX {
             let bio = self.bios[b as usize];
-            env.done.push(BioDone { owner: bio.owner, at: env.now });
+            env.done.push(BioDone {
+                owner: bio.owner,
+                at: env.now,
+            });
             self.inv.bios_completed += 1;
             self.bio_free.push(b);
             b = bio.next;
@@ -927,7 +983,7 @@ impl BlockLayer {
         let sync = self.rqs[rq].is_sync();
         self.put_driver_tag(rq);
         match &self.elv {
-            Some(e) if e.legacy() => self.legacy_used[if sync { 0 } else { 1 }] -= 1,
+            Some(_) if self.elv_props.legacy => self.legacy_used[if sync { 0 } else { 1 }] -= 1,
             Some(_) => self.hctxs[hctx].sched_tags -= 1,
             None => {}
         }
@@ -973,7 +1029,9 @@ impl BlockLayer {
         if self.rqs.live() != 0 {
             return;
         }
-        let Some(name) = self.pending_switch.take() else { return };
+        let Some(name) = self.pending_switch.take() else {
+            return;
+        };
         let elv = sched::create(&name).expect("validated at request");
         if let Err(e) = self.attach(elv) {
             // A failed init leaves the queue without a scheduler, as the kernel does.

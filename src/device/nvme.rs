@@ -62,7 +62,10 @@ const PAGE_SECTORS: u64 = 32;
 
 impl Nvme {
     pub fn new(profile: &Profile, seed: u64) -> Result<Nvme, String> {
-        let p = profile.nvme.clone().ok_or("nvme model needs an [nvme] table")?;
+        let p = profile
+            .nvme
+            .clone()
+            .ok_or("nvme model needs an [nvme] table")?;
         let n = &profile.name;
         for (v, what) in [
             (p.units as u64, "nvme.units"),
@@ -120,7 +123,11 @@ impl Nvme {
         let level = (self.buffer_level - drain * (at - self.buffer_at) as f64).max(0.0);
         let cap = self.p.write_buffer as f64;
         let over = level + bytes as f64 - cap;
-        let wait = if over > 0.0 { (over / drain).ceil() as Ns } else { 0 };
+        let wait = if over > 0.0 {
+            (over / drain).ceil() as Ns
+        } else {
+            0
+        };
         self.buffer_at = at + wait;
         self.buffer_level = (level - drain * wait as f64).max(0.0) + bytes as f64;
         at + wait
@@ -140,7 +147,8 @@ impl Device for Nvme {
                 // A multi-page read spreads over units; model it as served by the
                 // first page's unit at the unit's transfer rate.
                 let u = self.unit_of(cmd.sector);
-                let service = self.jittered(self.p.read_ns) + bytes * NS_PER_SEC / self.p.unit_bandwidth;
+                let service =
+                    self.jittered(self.p.read_ns) + bytes * NS_PER_SEC / self.p.unit_bandwidth;
                 let start = self.unit_free[u].max(t);
                 self.unit_free[u] = start + service;
                 start + service
@@ -184,7 +192,18 @@ mod tests {
         let cap_sectors = p.queue.capacity / 512;
         let issue = |d: &mut Nvme, now: Ns, id: u32, rng: &mut ChaCha8Rng, out: &mut DeviceOut| {
             let sector = rng.gen_range(0..cap_sectors / 8) * 8;
-            d.submit(now, &DeviceCmd { id, op, sector, nr_sectors: 8, hwq: 0, fua: false }, out);
+            d.submit(
+                now,
+                &DeviceCmd {
+                    id,
+                    op,
+                    sector,
+                    nr_sectors: 8,
+                    hwq: 0,
+                    fua: false,
+                },
+                out,
+            );
         };
         for id in 0..depth as u32 {
             issue(&mut d, 0, id, &mut rng, &mut out);

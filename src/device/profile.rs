@@ -111,7 +111,9 @@ fn validate(p: &Profile) -> Result<(), String> {
 pub fn builtin_profiles() -> Vec<Profile> {
     BUILTIN
         .iter()
-        .map(|(name, text)| parse(text, &format!("built-in profile {name}")).expect("built-in profile parses"))
+        .map(|(name, text)| {
+            parse(text, &format!("built-in profile {name}")).expect("built-in profile parses")
+        })
         .collect()
 }
 
@@ -134,7 +136,11 @@ pub fn load_profile(name_or_path: &str) -> Result<Profile, String> {
     }
     Err(format!(
         "unknown device '{name_or_path}': not a built-in ({}) and no such profile file",
-        BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        BUILTIN
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
     ))
 }
 

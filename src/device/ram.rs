@@ -26,7 +26,10 @@ impl Ram {
     pub fn new(profile: &Profile) -> Result<Ram, String> {
         let p = profile.ram.clone().ok_or("ram model needs a [ram] table")?;
         if p.bandwidth == 0 {
-            return Err(format!("{}: ram.bandwidth must be > 0 (bytes/s)", profile.name));
+            return Err(format!(
+                "{}: ram.bandwidth must be > 0 (bytes/s)",
+                profile.name
+            ));
         }
         Ok(Ram {
             busy_until: vec![0; profile.queue.nr_hw_queues as usize],
@@ -45,7 +48,8 @@ impl Device for Ram {
         let copy = cmd.bytes() * NS_PER_SEC / self.p.bandwidth;
         let start = self.busy_until[q].max(now);
         self.busy_until[q] = start + copy;
-        out.completions.push((start + copy + self.p.latency_ns, cmd.id));
+        out.completions
+            .push((start + copy + self.p.latency_ns, cmd.id));
         Submit::Accepted
     }
 }
@@ -61,7 +65,14 @@ mod tests {
         let p = load_profile("ram").unwrap();
         let mut d = Ram::new(&p).unwrap();
         let mut out = DeviceOut::default();
-        let cmd = |id| DeviceCmd { id, op: Op::Read, sector: 0, nr_sectors: 8, hwq: 0, fua: false };
+        let cmd = |id| DeviceCmd {
+            id,
+            op: Op::Read,
+            sector: 0,
+            nr_sectors: 8,
+            hwq: 0,
+            fua: false,
+        };
         d.submit(0, &cmd(0), &mut out);
         d.submit(0, &cmd(1), &mut out);
         let (t0, t1) = (out.completions[0].0, out.completions[1].0);

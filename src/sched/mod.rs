@@ -223,7 +223,11 @@ pub fn create(name: &str) -> Result<Option<Box<dyn Elevator>>, String> {
         "mq-deadline" => Ok(Some(Box::new(mq_deadline::MqDeadline::new()))),
         other => Err(format!(
             "unknown scheduler '{other}' (known: {})",
-            SCHEDULERS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            SCHEDULERS
+                .iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }

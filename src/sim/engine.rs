@@ -182,7 +182,11 @@ impl Simulation {
             } else {
                 None
             };
-            let rate = if modelled { RateLimiter::new(spec, seed ^ 0x7261_7465) } else { None };
+            let rate = if modelled {
+                RateLimiter::new(spec, seed ^ 0x7261_7465)
+            } else {
+                None
+            };
             if spec.time_based && spec.runtime.is_none() && cfg.max_runtime.is_none() {
                 return Err(format!(
                     "job '{}': time_based without runtime= never ends; set runtime= or pass --max-runtime",
@@ -190,14 +194,25 @@ impl Simulation {
                 ));
             }
             let cpu = match &spec.cpus_allowed {
-                Some(list) if !list.is_empty() => (list[spec.clone_index as usize % list.len()] as usize % cpus) as u16,
+                Some(list) if !list.is_empty() => {
+                    (list[spec.clone_index as usize % list.len()] as usize % cpus) as u16
+                }
                 _ => (i % cpus) as u16,
             };
             let ioprio = match (spec.prioclass, spec.prio) {
-                (Some(c), p) => IoPrio { class: c, level: p.unwrap_or(IOPRIO_DEFAULT_LEVEL) },
+                (Some(c), p) => IoPrio {
+                    class: c,
+                    level: p.unwrap_or(IOPRIO_DEFAULT_LEVEL),
+                },
                 // fio's prio= alone sets a best-effort level.
-                (None, Some(p)) => IoPrio { class: IoPrioClass::Be, level: p },
-                (None, None) => IoPrio { class: IoPrioClass::None, level: IOPRIO_DEFAULT_LEVEL },
+                (None, Some(p)) => IoPrio {
+                    class: IoPrioClass::Be,
+                    level: p,
+                },
+                (None, None) => IoPrio {
+                    class: IoPrioClass::None,
+                    level: IOPRIO_DEFAULT_LEVEL,
+                },
             };
             let depth = match kind {
                 EngineKind::Sync => 1,
@@ -216,7 +231,11 @@ impl Simulation {
                 ioprio,
                 cgroup: cg_ids[i],
                 depth,
-                phase: if modelled { Phase::Waiting } else { Phase::Skipped },
+                phase: if modelled {
+                    Phase::Waiting
+                } else {
+                    Phase::Skipped
+                },
                 start: delay,
                 ramp_end: 0,
                 deadline: Ns::MAX,
@@ -265,7 +284,11 @@ impl Simulation {
             active: 0,
             cfg,
         };
-        sim.active = sim.jobs.iter().filter(|j| j.phase != Phase::Skipped).count();
+        sim.active = sim
+            .jobs
+            .iter()
+            .filter(|j| j.phase != Phase::Skipped)
+            .count();
         for (i, (at, _)) in sim.switches.iter().enumerate() {
             sim.events.push(*at, Event::Switch(i as u32));
         }
@@ -347,24 +370,49 @@ impl Simulation {
                     self.to_step.push(j);
                 }
                 Event::DeviceComplete(rq) => {
-                    let mut env = Env { now: t, events: &mut self.events, done: &mut self.done, woken: &mut self.woken };
+                    let mut env = Env {
+                        now: t,
+                        events: &mut self.events,
+                        done: &mut self.done,
+                        woken: &mut self.woken,
+                    };
                     self.block.device_complete(&mut env, rq);
                 }
                 Event::DeviceWake(tok) => {
-                    let mut env = Env { now: t, events: &mut self.events, done: &mut self.done, woken: &mut self.woken };
+                    let mut env = Env {
+                        now: t,
+                        events: &mut self.events,
+                        done: &mut self.done,
+                        woken: &mut self.woken,
+                    };
                     self.block.device_wake(&mut env, tok);
                 }
                 Event::QueueRun(h) => {
-                    let mut env = Env { now: t, events: &mut self.events, done: &mut self.done, woken: &mut self.woken };
+                    let mut env = Env {
+                        now: t,
+                        events: &mut self.events,
+                        done: &mut self.done,
+                        woken: &mut self.woken,
+                    };
                     self.block.delayed_run(&mut env, h);
                 }
                 Event::ElvTimer(tok) => {
-                    let mut env = Env { now: t, events: &mut self.events, done: &mut self.done, woken: &mut self.woken };
+                    let mut env = Env {
+                        now: t,
+                        events: &mut self.events,
+                        done: &mut self.done,
+                        woken: &mut self.woken,
+                    };
                     self.block.elv_timer(&mut env, tok);
                 }
                 Event::Switch(i) => {
                     let name = self.switches[i as usize].1.clone();
-                    let mut env = Env { now: t, events: &mut self.events, done: &mut self.done, woken: &mut self.woken };
+                    let mut env = Env {
+                        now: t,
+                        events: &mut self.events,
+                        done: &mut self.done,
+                        woken: &mut self.woken,
+                    };
                     self.block.request_switch(&mut env, &name)?;
                 }
             }
@@ -418,7 +466,10 @@ impl Simulation {
         let slot = (d.owner & 0xffff_ffff) as usize;
         let job = &mut self.jobs[j];
         let iou = &mut job.ious[slot];
-        assert!(iou.pieces_left > 0, "bio of job {j} slot {slot} completed twice");
+        assert!(
+            iou.pieces_left > 0,
+            "bio of job {j} slot {slot} completed twice"
+        );
         iou.pieces_left -= 1;
         if iou.pieces_left == 0 {
             iou.done = d.at.max(iou.issue);
@@ -460,7 +511,9 @@ impl Simulation {
             }
             return;
         }
-        if job.phase == Phase::Running && (now >= job.deadline || (job.exhausted && job.staged.is_none())) {
+        if job.phase == Phase::Running
+            && (now >= job.deadline || (job.exhausted && job.staged.is_none()))
+        {
             job.phase = Phase::Draining;
         }
         if job.phase == Phase::Draining {
@@ -490,12 +543,24 @@ impl Simulation {
         let batch_max = job.spec.iodepth_batch_submit.max(1) as usize;
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
-        while (job.inflight as usize + batch.len()) < job.depth as usize && batch.len() < batch_max {
-            let fsync_every = if job.spec.fsync > 0 { job.spec.fsync } else { job.spec.fdatasync };
+        while (job.inflight as usize + batch.len()) < job.depth as usize && batch.len() < batch_max
+        {
+            let fsync_every = if job.spec.fsync > 0 {
+                job.spec.fsync
+            } else {
+                job.spec.fdatasync
+            };
             if fsync_every > 0 && job.writes_since_sync >= fsync_every {
                 job.writes_since_sync = 0;
                 let slot = job.free_slots.pop().expect("slot");
-                job.ious[slot as usize] = IoU { ddir: None, len: 0, start: now, issue: now, pieces_left: 1, done: 0 };
+                job.ious[slot as usize] = IoU {
+                    ddir: None,
+                    len: 0,
+                    start: now,
+                    issue: now,
+                    pieces_left: 1,
+                    done: 0,
+                };
                 batch.push(slot);
                 continue;
             }
@@ -557,7 +622,14 @@ impl Simulation {
         let now = self.now;
         let job = &mut self.jobs[j];
         let slot = job.free_slots.pop().expect("slot");
-        job.ious[slot as usize] = IoU { ddir: None, len: 0, start: now, issue: now, pieces_left: 1, done: 0 };
+        job.ious[slot as usize] = IoU {
+            ddir: None,
+            len: 0,
+            start: now,
+            issue: now,
+            pieces_left: 1,
+            done: 0,
+        };
         slot
     }
 
@@ -592,7 +664,10 @@ impl Simulation {
         if job.kind == EngineKind::Null {
             // fio's null engine completes everything at once, no device involved.
             for p in job.pending.drain(..) {
-                self.done.push(BioDone { owner: ((j as u64) << 32) | p.slot as u64, at: now + cost });
+                self.done.push(BioDone {
+                    owner: ((j as u64) << 32) | p.slot as u64,
+                    at: now + cost,
+                });
             }
         } else {
             // io_submit plugs batches above AIO_PLUG_THRESHOLD (2, fs/aio.c); the
@@ -615,7 +690,9 @@ impl Simulation {
         let mut plug = std::mem::take(&mut job.plug);
         loop {
             let job = &mut self.jobs[j];
-            let Some(p) = job.pending.front().copied() else { break };
+            let Some(p) = job.pending.front().copied() else {
+                break;
+            };
             let b = BioSubmit {
                 op: p.op,
                 sector: p.sector,
@@ -627,8 +704,15 @@ impl Simulation {
                 cpu: job.cpu,
                 owner: ((j as u64) << 32) | p.slot as u64,
             };
-            let mut env = Env { now, events: &mut self.events, done: &mut self.done, woken: &mut self.woken };
-            let r = self.block.submit_bio(&mut env, &b, if plugged { Some(&mut plug) } else { None });
+            let mut env = Env {
+                now,
+                events: &mut self.events,
+                done: &mut self.done,
+                woken: &mut self.woken,
+            };
+            let r =
+                self.block
+                    .submit_bio(&mut env, &b, if plugged { Some(&mut plug) } else { None });
             let job = &mut self.jobs[j];
             match r {
                 SubmitResult::Taken => {
@@ -646,7 +730,12 @@ impl Simulation {
             }
         }
         if plugged {
-            let mut env = Env { now, events: &mut self.events, done: &mut self.done, woken: &mut self.woken };
+            let mut env = Env {
+                now,
+                events: &mut self.events,
+                done: &mut self.done,
+                woken: &mut self.woken,
+            };
             self.block.finish_plug(&mut env, &mut plug);
         }
         let job = &mut self.jobs[j];
@@ -681,7 +770,11 @@ impl Simulation {
                     Some(d) => {
                         let slat = iou.issue - iou.start;
                         let clat = iou.done - iou.issue;
-                        let (slat, clat) = if job.kind == EngineKind::Sync { (None, lat) } else { (Some(slat), clat) };
+                        let (slat, clat) = if job.kind == EngineKind::Sync {
+                            (None, lat)
+                        } else {
+                            (Some(slat), clat)
+                        };
                         job.stats.record_io(d, iou.len, slat, clat, lat, iou.done);
                     }
                     None => job.stats.record_sync(lat),
@@ -714,11 +807,17 @@ impl Simulation {
         self.block.disk.settle(end);
         for (j, job) in self.jobs.iter().enumerate() {
             if matches!(job.phase, Phase::Running | Phase::Draining | Phase::Waiting) {
-                return Err(format!("internal: job {j} ('{}') never finished", job.spec.name));
+                return Err(format!(
+                    "internal: job {j} ('{}') never finished",
+                    job.spec.name
+                ));
             }
         }
         let inv = &self.block.inv;
-        assert_eq!(inv.bios_submitted, inv.bios_completed, "every bio completes exactly once");
+        assert_eq!(
+            inv.bios_submitted, inv.bios_completed,
+            "every bio completes exactly once"
+        );
         assert_eq!(
             inv.requests_allocated,
             inv.requests_completed + inv.requests_merged_away,
@@ -726,7 +825,13 @@ impl Simulation {
         );
         assert_eq!(self.block.live_requests(), 0, "no request outlives the run");
         let d = &self.block.disk;
-        let first_start = self.jobs.iter().filter(|j| j.phase == Phase::Done).map(|j| j.start).min().unwrap_or(0);
+        let first_start = self
+            .jobs
+            .iter()
+            .filter(|j| j.phase == Phase::Done)
+            .map(|j| j.start)
+            .min()
+            .unwrap_or(0);
         let span = end.saturating_sub(first_start).max(1);
         let disk = DiskUtil {
             name: self.disk_name.clone(),
@@ -742,15 +847,38 @@ impl Simulation {
             util: (d.io_ticks_ns as f64 * 100.0 / span as f64).min(100.0),
         };
         let mut knobs = vec![
-            ("scheduler".to_string(), self.block.scheduler_name().to_string()),
-            ("nr_requests".to_string(), self.block.queue_info().nr_requests.to_string()),
-            ("nomerges".to_string(), self.block.queue_info().nomerges.to_string()),
-            ("max_sectors_kb".to_string(), (self.block.max_sectors() / 2).to_string()),
-            ("read_ahead_kb".to_string(), self.block.knobs().read_ahead_kb.to_string()),
-            ("rotational".to_string(), (self.block.queue_info().rotational as u8).to_string()),
+            (
+                "scheduler".to_string(),
+                self.block.scheduler_name().to_string(),
+            ),
+            (
+                "nr_requests".to_string(),
+                self.block.queue_info().nr_requests.to_string(),
+            ),
+            (
+                "nomerges".to_string(),
+                self.block.queue_info().nomerges.to_string(),
+            ),
+            (
+                "max_sectors_kb".to_string(),
+                (self.block.max_sectors() / 2).to_string(),
+            ),
+            (
+                "read_ahead_kb".to_string(),
+                self.block.knobs().read_ahead_kb.to_string(),
+            ),
+            (
+                "rotational".to_string(),
+                (self.block.queue_info().rotational as u8).to_string(),
+            ),
             (
                 "write_cache".to_string(),
-                if self.block.write_cache() { "write back" } else { "write through" }.to_string(),
+                if self.block.write_cache() {
+                    "write back"
+                } else {
+                    "write through"
+                }
+                .to_string(),
             ),
         ];
         for t in self.block.tunables() {
@@ -761,7 +889,10 @@ impl Simulation {
             .into_iter()
             .map(|j| JobResult {
                 status: if j.phase == Phase::Skipped {
-                    JobStatus::NotModelled(format!("ioengine={} cannot be modelled", j.spec.ioengine.name))
+                    JobStatus::NotModelled(format!(
+                        "ioengine={} cannot be modelled",
+                        j.spec.ioengine.name
+                    ))
                 } else {
                     JobStatus::Ran
                 },
@@ -770,7 +901,10 @@ impl Simulation {
                 spec: j.spec,
             })
             .collect();
-        let timestamp = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let timestamp = std::env::var("SOURCE_DATE_EPOCH")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         Ok(RunReport {
             global_options: self.global_options,
             jobs,
@@ -817,7 +951,11 @@ fn split_into_pieces(job: &mut Job, max: u64, slot: u32, io: IoUnit) {
             op,
             sector,
             nr_sectors: take as u32,
-            flags: if last { base_flags } else { base_flags | flags::NOMERGE },
+            flags: if last {
+                base_flags
+            } else {
+                base_flags | flags::NOMERGE
+            },
             last,
         });
         sector += take;
@@ -825,7 +963,6 @@ fn split_into_pieces(job: &mut Job, max: u64, slot: u32, io: IoUnit) {
     }
     job.ious[slot as usize].pieces_left = n;
 }
-
 
 fn job_deadline(j: &Job) -> Ns {
     j.deadline
@@ -848,7 +985,11 @@ fn check_iosched(cfg: &SimConfig) -> Result<(), String> {
             return Err(format!(
                 "iosched/{k}: no scheduler of this run ({}) has this tunable{}",
                 names.join(", "),
-                if known.is_empty() { String::new() } else { format!(" (known: {})", known.join(", ")) }
+                if known.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (known: {})", known.join(", "))
+                }
             ));
         }
     }

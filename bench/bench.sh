@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Simulation speed and memory benchmark. Writes BENCHMARKS.md at the repo root.
+#
+#   bench/bench.sh            # full run (1e8-request memory point takes about a minute)
+#   QUICK=1 bench/bench.sh    # smaller counts, for a smoke test
+#
+# Measures simulated requests per wall-clock second for each scheduler and
+# device, fio's null-engine IOPS on this machine for comparison, and peak RSS
+# for a small and a 100x larger run (memory must stay flat).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+BIN=target/release/elevator
+OUT=BENCHMARKS.md
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+N=${N:-4000000}
+SMALL=${SMALL:-1000000}
+LARGE=${LARGE:-100000000}
+if [ "${QUICK:-0}" = 1 ]; then N=400000; SMALL=100000; LARGE=1000000; fi
+
+if ! command -v fio >/dev/null 2>&1; then
+  echo "installing fio (apt-get) for the null-engine reference..." >&2
+  (apt-get update -qq && apt-get install -y -qq --no-install-recommends fio) >/dev/null 2>&1 || true
+fi
+
+job() { # job NAME TOTAL_REQUESTS -> writes a job file with two QD32 random readers
+  cat > "$TMP/$1.fio" <<JOB
+[global]
+ioengine=libaio
+direct=1
+rw=randread
+bs=4k
+iodepth=32
+filename=/dev/bench
+number_ios=$(( $2 / 2 ))
+[a]
+[b]
+JOB
+}
+
+measure() { # measure SCHED DEVICE TOTAL -> "wall_s rss_kb requests"
+  job b "$3"
+  /usr/bin/time -f "%e %M" -o "$TMP/time" "$BIN" run "$TMP/b.fio" --scheduler "$1" --device "$2" \
+      --output-format=json --output "$TMP/out.json" --no-progress
+  local reqs
+  reqs=$(python3 -c "import json;d=json.load(open('$TMP/out.json'));u=d['disk_util'][0];print(u['read_ios']+u['write_ios'])")
+  echo "$(cat "$TMP/time") $reqs"
+}
+
+fio_null=""
+if command -v fio >/dev/null 2>&1; then
+  fio --name=null --ioengine=null --rw=randread --bs=4k --size=64g --time_based --runtime=5 \
+      --output-format=json --output="$TMP/null.json" >/dev/null 2>&1 || true
+  fio_null=$(python3 -c "import json;print(round(json.load(open('$TMP/null.json'))['jobs'][0]['read']['iops']))" 2>/dev/null || echo "")
+fi
+
+{
+  echo "# Benchmarks"
+  echo
+  echo "Written by \`bench/bench.sh\` on $(date -u +%Y-%m-%d) ($(nproc) CPUs, $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'))."
+  echo "Workload: two jobs of 4 KiB random reads at iodepth 32 (libaio), a fixed number of I/Os."
+  echo
+  echo "## Simulation speed"
+  echo
+  echo "| scheduler | device | simulated requests | wall time (s) | requests per wall second | peak RSS (MiB) |"
+  echo "|---|---|---:|---:|---:|---:|"
+} > "$OUT"
+for dev in ram nvme; do
+  for s in none mq-deadline deadline noop; do
+    read -r wall rss reqs < <(measure "$s" "$dev" "$N")
+    rate=$(python3 -c "print(f'{$reqs/max($wall,0.001):,.0f}')")
+    echo "| $s | $dev | $reqs | $wall | $rate | $(( rss / 1024 )) |" >> "$OUT"
+    echo "$s/$dev: $rate req/s" >&2
+  done
+done
+{
+  echo
+  if [ -n "$fio_null" ]; then
+    echo "fio \`ioengine=null\` on this machine, same run: **$(python3 -c "print(f'{$fio_null:,}')") IOPS** (one job, 4 KiB randread, 5 s)."
+  else
+    echo "fio is not installed, so the null-engine reference is missing from this run."
+  fi
+  echo
+  echo "## Memory does not grow with run length"
+  echo
+  echo "| scheduler | device | simulated requests | peak RSS (MiB) |"
+  echo "|---|---|---:|---:|"
+} >> "$OUT"
+for total in "$SMALL" "$LARGE"; do
+  read -r wall rss reqs < <(measure mq-deadline nvme "$total")
+  echo "| mq-deadline | nvme | $reqs | $(python3 -c "print(round($rss/1024,1))") |" >> "$OUT"
+done
+echo >> "$OUT"
+echo "wrote $OUT" >&2
