@@ -59,8 +59,11 @@ OPTIONS:
     --device NAME|FILE      device model: a built-in profile (nvme (default), ram)
                             or a profile TOML file (`elevator devices`)
     --set KNOB=VALUE        queue sysfs knob (nr_requests, read_ahead_kb, nomerges,
-                            rotational, max_sectors_kb, write_cache) or a
-                            scheduler tunable as iosched/NAME; repeatable
+                            rotational, max_sectors_kb, write_cache), a
+                            scheduler tunable as iosched/NAME, or a CPU cost in
+                            ns as cpu/NAME (submit_ns, driver_ns, complete_ns,
+                            lock_handoff_ns, SCHED.insert_ns|dispatch_ns|
+                            complete_ns|merge_ns); repeatable
     --seed N                random seed (default 2978585581, fio's FIO_RANDSEED);
                             same inputs and seed give byte-identical output
     --cpus N                simulated CPUs: software queues and hardware queue
@@ -308,14 +311,19 @@ pub fn sim_config(o: &RunOptions) -> Result<SimConfig, CliError> {
     sched::create(&o.scheduler).map_err(|e| bad(format!("--scheduler: {e}")))?;
     let mut knobs = QueueKnobs::default();
     let mut iosched = Vec::new();
+    let mut cpu_costs = profile.cpu.clone().unwrap_or_default();
     for (k, v) in &o.sets {
         if let Some(name) = k.strip_prefix("iosched/") {
             iosched.push((name.to_string(), v.clone()));
+        } else if let Some(name) = k.strip_prefix("cpu/") {
+            cpu_costs
+                .set(name, v)
+                .map_err(|e| bad(format!("--set {e}")))?;
         } else if QUEUE_KNOBS.contains(&k.as_str()) {
             knobs.set(k, v).map_err(|e| bad(format!("--set {e}")))?;
         } else {
             return Err(bad(format!(
-                "--set {k}: unknown knob (queue knobs: {}; scheduler tunables: iosched/NAME)",
+                "--set {k}: unknown knob (queue knobs: {}; scheduler tunables: iosched/NAME; CPU costs: cpu/NAME)",
                 QUEUE_KNOBS.join(", ")
             )));
         }
@@ -329,6 +337,7 @@ pub fn sim_config(o: &RunOptions) -> Result<SimConfig, CliError> {
         cpus: o.cpus,
         max_runtime: o.max_runtime,
         switches: o.switches.clone(),
+        cpu_costs,
         progress: if o.progress && std::io::stderr().is_terminal() {
             Some(progress_printer)
         } else {
@@ -387,9 +396,15 @@ pub fn cmd_run(args: &[String]) -> Result<(), CliError> {
         .iter()
         .all(|j| j.ioengine.kind == EngineKind::NotModelled)
     {
+        let source = o
+            .fio_args
+            .iter()
+            .find(|a| !a.starts_with('-'))
+            .cloned()
+            .unwrap_or_else(|| jf.source.clone());
         return Err(CliError {
             code: EXIT_NOT_MODELLED,
-            message: format!("{}: no job can be modelled", jf.source),
+            message: format!("{source}: no job can be modelled"),
         });
     }
     let showed_progress = cfg.progress.is_some();

@@ -23,6 +23,7 @@ fn cfg(sched: &str, device: &str) -> SimConfig {
         cpus: 2,
         max_runtime: None,
         switches: Vec::new(),
+        cpu_costs: Default::default(),
         progress: None,
     }
 }

@@ -87,15 +87,19 @@ impl QueueKnobs {
                 self.write_cache = Some(match value.trim() {
                     "write back" | "write-back" | "writeback" => true,
                     "write through" | "write-through" | "writethrough" | "none" => false,
-                    _ => return Err(format!(
+                    _ => {
+                        return Err(format!(
                         "write_cache: expected \"write back\" or \"write through\", got '{value}'"
-                    )),
+                    ))
+                    }
                 })
             }
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "unknown queue knob '{other}' (known: {}, and iosched/NAME for scheduler tunables)",
                 QUEUE_KNOBS.join(", ")
-            )),
+            ))
+            }
         }
         Ok(())
     }

@@ -226,6 +226,8 @@ impl BlockLayer {
 
     /// `elv_merge` + `blk_mq_sched_try_merge`.
     fn elv_merge(&mut self, env: &mut Env, b: &BioSubmit, hctx: usize) -> bool {
+        // blk_mq_sched_bio_merge takes the scheduler lock.
+        self.sched_work(self.sched_cost.merge_ns);
         let info = bio_info(b, hctx as u16);
         let mut cand: Option<(RqId, MergeKind)> = None;
         // One-hit cache.

@@ -6,6 +6,7 @@
 //!
 //! Facts: reference/kernel-blkmq-deadline-kyber.md §1 (v6.17).
 
+pub mod cpu;
 pub mod knobs;
 mod merge;
 pub mod request;
@@ -15,6 +16,7 @@ use crate::device::{Device, DeviceCmd, DeviceOut, Submit};
 use crate::sched::{self, Elevator, QueueInfo, SchedCtx};
 use crate::sim::event::{Event, EventQueue};
 use crate::sim::time::{Ns, NS_PER_MS};
+use cpu::{CpuCosts, CpuState, SchedCost};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
 use request::{flags, IoPrio, Op, RequestArena, RqId, NIL};
 use std::collections::VecDeque;
@@ -207,6 +209,13 @@ pub struct BlockLayer {
     iosched_settings: Vec<(String, String)>,
     pub disk: DiskCounters,
     pub inv: Invariants,
+    /// CPU clocks and the queue lock.
+    pub cpu: CpuState,
+    costs: CpuCosts,
+    /// Hook costs of the attached elevator.
+    sched_cost: SchedCost,
+    /// Device submissions are handed over in non-decreasing time.
+    dev_clock: Ns,
 }
 
 /// What the core needs to know about the attached elevator on every request.
@@ -241,6 +250,7 @@ impl BlockLayer {
         knobs: QueueKnobs,
         iosched_settings: Vec<(String, String)>,
         cgroups: CgroupTable,
+        costs: CpuCosts,
     ) -> Result<BlockLayer, String> {
         let mut dev = device;
         if let Some(wc) = knobs.write_cache {
@@ -280,6 +290,10 @@ impl BlockLayer {
             iosched_settings,
             disk: DiskCounters::default(),
             inv: Invariants::default(),
+            cpu: CpuState::new(nr_cpus.max(1)),
+            sched_cost: costs.sched_cost("none"),
+            costs,
+            dev_clock: 0,
         };
         let max_hw = limits.max_hw_sectors_kb;
         let max_kb = match bl.knobs.max_sectors_kb {
@@ -347,6 +361,9 @@ impl BlockLayer {
             },
         };
         self.elv_props = ElvProps::of(&elv);
+        self.sched_cost = self
+            .costs
+            .sched_cost(elv.as_ref().map_or("none", |e| e.name()));
         self.elv = elv;
         if let Some(e) = self.elv.as_mut() {
             e.init(&self.q);
@@ -392,6 +409,34 @@ impl BlockLayer {
     }
     pub fn hctx_of_cpu(&self, cpu: u16) -> u16 {
         self.cpu_hctx[cpu as usize % self.nr_cpus]
+    }
+
+    // ----- CPU time -----------------------------------------------------------
+
+    /// A task starts work on `cpu` at `now` (waiting until the CPU is free).
+    pub fn cpu_begin(&mut self, cpu: u16, now: Ns) -> Ns {
+        self.cpu.begin(cpu % self.nr_cpus as u16, now)
+    }
+    /// Charge plain CPU time to the current work.
+    pub fn cpu_charge(&mut self, ns: Ns) {
+        self.cpu.charge(ns);
+    }
+    /// End the current work; returns when it ended.
+    pub fn cpu_end(&mut self) -> Ns {
+        self.cpu.end()
+    }
+    /// When `cpu` is free for new work.
+    pub fn cpu_free_at(&self, cpu: u16) -> Ns {
+        self.cpu.free_at(cpu % self.nr_cpus as u16)
+    }
+
+    /// Scheduler hook work: under the queue lock for single-lock schedulers.
+    fn sched_work(&mut self, ns: Ns) {
+        if self.sched_cost.locked {
+            self.cpu.locked(ns, self.costs.lock_handoff_ns);
+        } else {
+            self.cpu.charge(ns);
+        }
     }
 
     // ----- submission -------------------------------------------------------
@@ -446,6 +491,7 @@ impl BlockLayer {
             }
         };
         self.inv.bios_submitted += 1;
+        self.cpu.charge(self.costs.submit_ns);
         let bio = self.new_bio(b);
         {
             let r = &mut self.rqs[rq];
@@ -636,6 +682,7 @@ impl BlockLayer {
             return;
         }
         self.rqs[rq].insert_ns = env.now;
+        self.sched_work(self.sched_cost.insert_ns);
         self.with_elv(env, |e, ctx| e.insert(ctx, rq, at_head));
         self.rqs[rq].flags |= flags::IN_ELV | flags::ELV_INSERTED;
         // Only sort-tree requests are hashed; at-head (requeue) inserts are not.
@@ -692,6 +739,14 @@ impl BlockLayer {
 
     /// A delayed queue run fired.
     pub fn delayed_run(&mut self, env: &mut Env, hctx: u16) {
+        // kblockd runs the queue on a CPU mapped to it.
+        let cpu = self.cpu_hctx.iter().position(|&h| h == hctx).unwrap_or(0) as u16;
+        self.cpu.begin(cpu, env.now);
+        self.delayed_run_inner(env, hctx);
+        self.cpu.end();
+    }
+
+    fn delayed_run_inner(&mut self, env: &mut Env, hctx: u16) {
         let h = &mut self.hctxs[hctx as usize];
         if h.delayed_run != Some(env.now) {
             // Superseded by an earlier run; a later one is still pending if needed.
@@ -746,9 +801,12 @@ impl BlockLayer {
             hwq: r.hctx,
             fua: r.has(flags::FUA),
         };
-        match self.device.submit(env.now, &cmd, &mut self.dev_out) {
+        self.cpu.charge(self.costs.driver_ns);
+        // The command reaches the device when the CPU has done the work before it.
+        self.dev_clock = self.dev_clock.max(self.cpu.now()).max(env.now);
+        match self.device.submit(self.dev_clock, &cmd, &mut self.dev_out) {
             Submit::Accepted => {
-                self.rqs[rq].dispatch_ns = env.now;
+                self.rqs[rq].dispatch_ns = self.dev_clock;
                 self.drain_device_out(env);
                 true
             }
@@ -833,6 +891,7 @@ impl BlockLayer {
                 all_sent = false;
                 break;
             }
+            self.sched_work(self.sched_cost.dispatch_ns);
             let rq = self.with_elv(env, |e, ctx| e.dispatch(ctx, hctx as u16));
             let Some(rq) = rq else {
                 // NULL dispatch while has_work: re-run after 3 ms (mq-deadline
@@ -920,6 +979,9 @@ impl BlockLayer {
             )
         };
         self.inv.requests_completed += 1;
+        // Completion runs on the submitting CPU (rq_affinity=1).
+        self.cpu.begin(self.rqs[rq].cpu, env.now);
+        self.cpu.charge(self.costs.complete_ns);
         if op != Op::Flush {
             let d = op.dir();
             self.disk.ios[d] += 1;
@@ -927,6 +989,7 @@ impl BlockLayer {
             self.disk.ticks_ns[d] += env.now - start;
         }
         if use_sched {
+            self.sched_work(self.sched_cost.complete_ns);
             self.with_elv(env, |e, ctx| {
                 e.completed_request(ctx, rq);
             });
@@ -942,6 +1005,7 @@ impl BlockLayer {
                 for h in 0..self.hctxs.len() {
                     self.run_hw_queue(env, h);
                 }
+                self.cpu.end();
                 return;
             }
         }
@@ -953,6 +1017,7 @@ impl BlockLayer {
         } else {
             self.run_hw_queue(env, hctx);
         }
+        self.cpu.end();
     }
 
     fn end_bios(&mut self, env: &mut Env, rq: RqId) {
@@ -961,7 +1026,7 @@ impl BlockLayer {
             let bio = self.bios[b as usize];
             env.done.push(BioDone {
                 owner: bio.owner,
-                at: env.now,
+                at: self.cpu.now().max(env.now),
             });
             self.inv.bios_completed += 1;
             self.bio_free.push(b);
@@ -1000,10 +1065,12 @@ impl BlockLayer {
         if self.elv.is_none() {
             return;
         }
+        self.cpu.begin(0, env.now);
         self.with_elv(env, |e, ctx| e.timer(ctx, token));
         for h in 0..self.hctxs.len() {
             self.run_hw_queue(env, h);
         }
+        self.cpu.end();
     }
 
     /// An internal device wake-up.

@@ -54,6 +54,9 @@ pub struct Profile {
     pub queue: QueueLimits,
     pub ram: Option<super::ram::RamParams>,
     pub nvme: Option<super::nvme::NvmeParams>,
+    /// CPU cost of the I/O path on the host this device is attached to
+    /// (block layer, driver, completion, scheduler hooks); defaults if absent.
+    pub cpu: Option<crate::block::cpu::CpuCosts>,
     /// The profile text as read (for `devices --show`).
     #[serde(skip)]
     pub text: String,

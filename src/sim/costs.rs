@@ -12,3 +12,5 @@ pub const AIO_SUBMIT_BASE_NS: Ns = 600;
 pub const AIO_SUBMIT_PER_IO_NS: Ns = 300;
 /// fio's null engine per call.
 pub const NULL_SUBMIT_NS: Ns = 200;
+/// `io_getevents` (or the sync call's return) and fio's completion accounting per I/O.
+pub const REAP_PER_IO_NS: Ns = 300;

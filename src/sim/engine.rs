@@ -5,6 +5,7 @@
 use super::costs;
 use super::event::{Event, EventQueue};
 use super::time::Ns;
+use crate::block::cpu::CpuCosts;
 use crate::block::knobs::QueueKnobs;
 use crate::block::request::{flags, IoPrio, Op};
 use crate::block::{BioDone, BioSubmit, BlockLayer, Env, Plug, SubmitResult};
@@ -36,6 +37,8 @@ pub struct SimConfig {
     pub max_runtime: Option<Ns>,
     /// Scheduler switches `(at, name)`, sorted by time.
     pub switches: Vec<(Ns, String)>,
+    /// CPU costs of the I/O path (the profile's `[cpu]` table, `--set cpu/...`).
+    pub cpu_costs: CpuCosts,
     /// Called now and then with (simulated now, horizon if known).
     pub progress: Option<fn(Ns, Option<Ns>)>,
 }
@@ -136,6 +139,8 @@ pub struct Simulation {
     scratch_pids: Vec<u32>,
     scratch_steps: Vec<u32>,
     batch: Vec<u32>,
+    /// Units queued by the current submit call (their issue time is its end).
+    issued: Vec<u32>,
     /// Jobs not yet Done or Skipped.
     active: usize,
 }
@@ -163,6 +168,7 @@ impl Simulation {
             cfg.knobs.clone(),
             cfg.iosched.clone(),
             cgroups,
+            cfg.cpu_costs.clone(),
         )?;
         // Every iosched/ setting must belong to some scheduler of this run.
         check_iosched(&cfg)?;
@@ -281,6 +287,7 @@ impl Simulation {
             scratch_pids: Vec::new(),
             scratch_steps: Vec::new(),
             batch: Vec::new(),
+            issued: Vec::new(),
             active: 0,
             cfg,
         };
@@ -491,9 +498,10 @@ impl Simulation {
         if !matches!(job.phase, Phase::Running | Phase::Draining) || job.sleeping {
             return;
         }
-        if now < job.busy_until {
-            let at = job.busy_until;
-            self.wake(j, at);
+        let ready = job.busy_until.max(self.block.cpu_free_at(job.cpu));
+        if now < ready {
+            // The task's CPU is still busy (its own call, or completion work).
+            self.wake(j, ready);
             return;
         }
         if !job.stats_begun && now >= job.ramp_end {
@@ -504,7 +512,11 @@ impl Simulation {
         let job = &mut self.jobs[j];
         if !job.pending.is_empty() {
             // Woken from a tag/freeze sleep: go on with the interrupted submission.
+            let cpu = job.cpu;
+            self.block.cpu_begin(cpu, now);
+            self.block.cpu_charge(costs::AIO_SUBMIT_PER_IO_NS);
             self.submit_pending(j, false);
+            self.end_call(j);
             if !self.jobs[j].sleeping {
                 let at = self.jobs[j].busy_until;
                 self.wake(j, at);
@@ -642,11 +654,9 @@ impl Simulation {
             EngineKind::Null => costs::NULL_SUBMIT_NS,
             _ => costs::AIO_SUBMIT_BASE_NS + costs::AIO_SUBMIT_PER_IO_NS * batch.len() as u64,
         };
-        job.busy_until = now + cost;
+        let cpu = job.cpu;
         for &slot in batch {
-            let iou = &mut job.ious[slot as usize];
-            iou.issue = now + cost;
-            if iou.ddir.is_none() {
+            if job.ious[slot as usize].ddir.is_none() {
                 // fsync/fdatasync: a flush request (REQ_PREFLUSH on an empty bio).
                 job.pending.push_back(Piece {
                     slot,
@@ -661,12 +671,18 @@ impl Simulation {
         job.inflight += batch.len() as u32;
         let depth_now = job.inflight;
         job.stats.record_submit(batch.len() as u32, depth_now);
+        // The call runs on the task's CPU, after whatever that CPU is doing.
+        let start = self.block.cpu_begin(cpu, now);
+        self.block.cpu_charge(cost);
+        let job = &mut self.jobs[j];
         if job.kind == EngineKind::Null {
             // fio's null engine completes everything at once, no device involved.
+            let at = start + cost;
             for p in job.pending.drain(..) {
+                job.ious[p.slot as usize].issue = at;
                 self.done.push(BioDone {
                     owner: ((j as u64) << 32) | p.slot as u64,
-                    at: now + cost,
+                    at,
                 });
             }
         } else {
@@ -675,6 +691,7 @@ impl Simulation {
             let plugged = batch.len() > 2 || job.kind == EngineKind::Sync;
             self.submit_pending(j, plugged);
         }
+        self.end_call(j);
         // A full job acts again on its next completion; otherwise when the call returns.
         let job = &self.jobs[j];
         if job.inflight < job.depth || job.sleeping || !job.pending.is_empty() {
@@ -683,7 +700,21 @@ impl Simulation {
         }
     }
 
-    /// Submit the job's pending bios in order until done or the task sleeps.
+    /// The task's call returns when its CPU has done the block-layer work too:
+    /// that is the issue time (fio's `issue_time`) of every unit it queued.
+    fn end_call(&mut self, j: usize) {
+        let end = self.block.cpu_end();
+        let job = &mut self.jobs[j];
+        job.busy_until = job.busy_until.max(end);
+        for &slot in &self.issued {
+            job.ious[slot as usize].issue = end;
+        }
+        self.issued.clear();
+    }
+
+    /// Submit the job's pending bios in order until done or the task sleeps
+    /// (inside a call started with `cpu_begin`). Units whose last bio went in
+    /// are collected in `self.issued`.
     fn submit_pending(&mut self, j: usize, plugged: bool) {
         let now = self.now;
         let job = &mut self.jobs[j];
@@ -718,9 +749,7 @@ impl Simulation {
                 SubmitResult::Taken => {
                     job.pending.pop_front();
                     if p.last {
-                        let iou = &mut job.ious[p.slot as usize];
-                        // Time spent asleep counts in slat: issue is when the call returns.
-                        iou.issue = iou.issue.max(now + costs::AIO_SUBMIT_PER_IO_NS);
+                        self.issued.push(p.slot);
                     }
                 }
                 SubmitResult::Sleep => {
@@ -738,12 +767,7 @@ impl Simulation {
             };
             self.block.finish_plug(&mut env, &mut plug);
         }
-        let job = &mut self.jobs[j];
-        job.plug = plug;
-        if !job.sleeping && job.busy_until < now + costs::AIO_SUBMIT_PER_IO_NS {
-            // Resumed after a sleep: the rest of the call still costs CPU time.
-            job.busy_until = now + costs::AIO_SUBMIT_PER_IO_NS;
-        }
+        self.jobs[j].plug = plug;
     }
 
     /// Collect completed I/O units (`io_getevents`) and record them.
@@ -764,18 +788,21 @@ impl Simulation {
             }
             job.completed.swap_remove(i);
             n += 1;
-            if job.stats_begun && iou.done >= job.ramp_end {
-                let lat = iou.done - iou.start;
+            // fio stamps a completion when it reaps it (io_getevents returned),
+            // so time spent waiting for the task counts in clat, as in fio.
+            let reaped = now;
+            if job.stats_begun && reaped >= job.ramp_end {
+                let lat = reaped - iou.start;
                 match iou.ddir {
                     Some(d) => {
                         let slat = iou.issue - iou.start;
-                        let clat = iou.done - iou.issue;
+                        let clat = reaped - iou.issue;
                         let (slat, clat) = if job.kind == EngineKind::Sync {
                             (None, lat)
                         } else {
                             (Some(slat), clat)
                         };
-                        job.stats.record_io(d, iou.len, slat, clat, lat, iou.done);
+                        job.stats.record_io(d, iou.len, slat, clat, lat, reaped);
                     }
                     None => job.stats.record_sync(lat),
                 }
@@ -785,6 +812,13 @@ impl Simulation {
         }
         if n > 0 {
             job.stats.record_complete(n);
+            // Reaping costs the task CPU time before it can submit again.
+            let cpu = job.cpu;
+            self.block.cpu_begin(cpu, now);
+            self.block.cpu_charge(costs::REAP_PER_IO_NS * n as u64);
+            let end = self.block.cpu_end();
+            let job = &mut self.jobs[j];
+            job.busy_until = job.busy_until.max(end);
         }
     }
 
