@@ -22,9 +22,34 @@ pub enum Event {
     Switch(u32),
 }
 
+/// A heap entry ordered by one integer: time in the high 64 bits, the
+/// insertion sequence in the low 64 (one comparison per heap step).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    key: u128,
+    ev: Event,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
 #[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Reverse<(Ns, u64, Event)>>,
+    heap: BinaryHeap<Reverse<Entry>>,
     seq: u64,
 }
 
@@ -34,13 +59,14 @@ impl EventQueue {
     }
     pub fn push(&mut self, at: Ns, ev: Event) {
         self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, ev)));
+        let key = ((at as u128) << 64) | self.seq as u128;
+        self.heap.push(Reverse(Entry { key, ev }));
     }
     pub fn pop(&mut self) -> Option<(Ns, Event)> {
-        self.heap.pop().map(|Reverse((t, _, e))| (t, e))
+        self.heap.pop().map(|Reverse(e)| ((e.key >> 64) as Ns, e.ev))
     }
     pub fn peek_time(&self) -> Option<Ns> {
-        self.heap.peek().map(|Reverse((t, _, _))| *t)
+        self.heap.peek().map(|Reverse(e)| (e.key >> 64) as Ns)
     }
     pub fn len(&self) -> usize {
         self.heap.len()
