@@ -20,11 +20,6 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 
-/// How far a task may act ahead of the event clock when only its own CPU
-/// is keeping it busy (saves an event per I/O; ordering across CPUs can
-/// differ by at most this much).
-const LOOKAHEAD: Ns = 20_000;
-
 /// fio's default random seed (FIO_RANDSEED in fio.h).
 pub const DEFAULT_SEED: u64 = 0xb189_9bed;
 
@@ -486,7 +481,7 @@ impl Simulation {
         if iou.pieces_left == 0 {
             iou.done = d.at.max(iou.issue);
             job.completed.push(slot as u32);
-            if iou.done > self.now + LOOKAHEAD {
+            if iou.done > self.now {
                 // Delivered when the submit call that issued it has returned.
                 let at = iou.done;
                 self.wake(j, at);
@@ -496,29 +491,22 @@ impl Simulation {
         }
     }
 
-    /// One job acts: at `self.now`, or when its CPU is free if that is soon.
+    /// One job acts at `self.now`: reap, decide, submit at most one batch.
+    ///
+    /// A task never acts ahead of the event clock: the queue lock, the device
+    /// and other shared resources are granted in time order.
     fn step(&mut self, j: usize) {
-        let job = &self.jobs[j];
+        let now = self.now;
+        let job = &mut self.jobs[j];
         if !matches!(job.phase, Phase::Running | Phase::Draining) || job.sleeping {
             return;
         }
         let ready = job.busy_until.max(self.block.cpu_free_at(job.cpu));
-        if ready > self.now + LOOKAHEAD {
+        if now < ready {
+            // The task's CPU is still busy (its own call, or completion work).
             self.wake(j, ready);
             return;
         }
-        // The task's CPU is busy (its own call, or completion work) until
-        // `ready`: nothing else can run on it, so the task acts then, without
-        // an event of its own.
-        let event_now = self.now;
-        self.now = ready.max(event_now);
-        self.step_now(j);
-        self.now = event_now;
-    }
-
-    fn step_now(&mut self, j: usize) {
-        let now = self.now;
-        let job = &mut self.jobs[j];
         if !job.stats_begun && now >= job.ramp_end {
             job.stats.begin(job.ramp_end);
             job.stats_begun = true;
