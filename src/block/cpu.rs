@@ -218,15 +218,12 @@ impl CpuState {
     pub fn locked(&mut self, ns: Ns, handoff: Ns) {
         let start = self.cur_t.max(self.lock_free);
         let extra = if self.lock_owner != self.cur && self.lock_owner != u16::MAX {
-            let others = self
-                .last_lock
-                .iter()
-                .enumerate()
-                .filter(|&(c, &t)| {
-                    c != self.cur as usize && t != Ns::MAX && t + CONTENTION_WINDOW >= start
-                })
-                .count() as Ns;
-            handoff + handoff * others.saturating_sub(1) / 4
+            if self.last_lock.len() <= 2 {
+                // At most one other CPU: a plain hand-off.
+                handoff
+            } else {
+                self.contended_handoff(start, handoff)
+            }
         } else {
             0
         };
@@ -236,6 +233,20 @@ impl CpuState {
         self.lock_free = end;
         self.lock_owner = self.cur;
         self.last_lock[self.cur as usize] = end;
+    }
+
+    fn contended_handoff(&self, start: Ns, handoff: Ns) -> Ns {
+        {
+            let others = self
+                .last_lock
+                .iter()
+                .enumerate()
+                .filter(|&(c, &t)| {
+                    c != self.cur as usize && t != Ns::MAX && t + CONTENTION_WINDOW >= start
+                })
+                .count() as Ns;
+            handoff + handoff * others.saturating_sub(1) / 4
+        }
     }
     /// The current CPU's time so far.
     pub fn now(&self) -> Ns {

@@ -614,8 +614,10 @@ impl BlockLayer {
         };
         let r = f(elv, &mut ctx);
         let kick = ctx.run_queue;
-        for (at, tok) in self.timers.drain(..) {
-            env.events.push(at, Event::ElvTimer(tok));
+        if !self.timers.is_empty() {
+            for (at, tok) in self.timers.drain(..) {
+                env.events.push(at, Event::ElvTimer(tok));
+            }
         }
         if kick {
             // Run asynchronously (kblockd) to avoid re-entering the elevator.

@@ -270,6 +270,12 @@ impl<E: Elevator> Harness<E> {
                     let _ = self.sched.set_tunable(name, &v.to_string());
                 }
             }
+            // has_work must say exactly whether anything is inside.
+            assert_eq!(
+                self.sched.has_work(0),
+                !self.inside.is_empty(),
+                "has_work disagrees"
+            );
         }
         // Drain: whatever the scheduler holds must come out once in-flight
         // requests finish and time passes (aging, expiry).
