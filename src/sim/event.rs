@@ -63,7 +63,9 @@ impl EventQueue {
         self.heap.push(Reverse(Entry { key, ev }));
     }
     pub fn pop(&mut self) -> Option<(Ns, Event)> {
-        self.heap.pop().map(|Reverse(e)| ((e.key >> 64) as Ns, e.ev))
+        self.heap
+            .pop()
+            .map(|Reverse(e)| ((e.key >> 64) as Ns, e.ev))
     }
     pub fn peek_time(&self) -> Option<Ns> {
         self.heap.peek().map(|Reverse(e)| (e.key >> 64) as Ns)
