@@ -45,6 +45,10 @@ struct Builder {
     bsrange: [Option<(u64, u64)>; 3],
     bssplit: [Option<Vec<(u64, u32)>>; 3],
     new_group: bool,
+    /// `bwavgtime` / `iopsavgtime` given explicitly (fio's
+    /// `fio_option_is_set`): otherwise a bw/iops log sets them.
+    bwavgtime_set: bool,
+    iopsavgtime_set: bool,
 }
 
 impl Builder {
@@ -59,6 +63,8 @@ impl Builder {
             bsrange: [None, None, None],
             bssplit: [None, None, None],
             new_group: false,
+            bwavgtime_set: false,
+            iopsavgtime_set: false,
         }
     }
 
@@ -86,6 +92,14 @@ impl Builder {
         // `filename` overrides `nrfiles`.
         if !s.filenames.is_empty() {
             s.nrfiles = u32::try_from(s.filenames.len()).unwrap_or(u32::MAX);
+        }
+        // fio's add_job: a bw/iops log without an explicit bwavgtime /
+        // iopsavgtime samples at log_avg_msec (0 = every I/O).
+        if s.write_bw_log.is_some() && !self.bwavgtime_set {
+            s.bwavgtime_ms = s.log_avg_msec;
+        }
+        if s.write_iops_log.is_some() && !self.iopsavgtime_set {
+            s.iopsavgtime_ms = s.log_avg_msec;
         }
         self.spec
     }
@@ -743,6 +757,9 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
             Key::LatPercentiles => b.spec.lat_percentiles = on,
             Key::SlatPercentiles => b.spec.slat_percentiles = on,
             Key::EndFsync => b.spec.end_fsync = on,
+            Key::PerJobLogs => b.spec.per_job_logs = on,
+            Key::LogOffset => b.spec.log_offset = on,
+            Key::LogPrio => b.spec.log_prio = on,
             _ => return Err(format!("internal: option '{}' is not a boolean", def.name)),
         }
         return Ok(());
@@ -939,8 +956,37 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         }
         Key::CpusAllowed => s.cpus_allowed = Some(cpu_list(val()?)?),
         Key::PercentileList => s.percentile_list = Some(percentile_list(val()?)?),
-        Key::BwAvgTime => s.bwavgtime_ms = int_in(val()?, kb, 1, u64::MAX)?,
-        Key::IopsAvgTime => s.iopsavgtime_ms = int_in(val()?, kb, 1, u64::MAX)?,
+        Key::BwAvgTime => {
+            s.bwavgtime_ms = int_in(val()?, kb, 1, u64::MAX)?;
+            b.bwavgtime_set = true;
+        }
+        Key::IopsAvgTime => {
+            s.iopsavgtime_ms = int_in(val()?, kb, 1, u64::MAX)?;
+            b.iopsavgtime_set = true;
+        }
+        Key::Description => {
+            s.description = v.map(str::to_string).filter(|d| !d.is_empty());
+        }
+        // fio: any value (even "0") is the file name prefix; bare or empty
+        // means the job name.
+        Key::WriteLatLog => s.write_lat_log = Some(v.unwrap_or("").to_string()),
+        Key::WriteBwLog => s.write_bw_log = Some(v.unwrap_or("").to_string()),
+        Key::WriteIopsLog => s.write_iops_log = Some(v.unwrap_or("").to_string()),
+        Key::LogAvgMsec => s.log_avg_msec = int_in(val()?, kb, 0, u64::from(u32::MAX))?,
+        Key::LogWindowValue => {
+            s.log_max_value = match v.map(|t| t.trim().to_ascii_lowercase()).as_deref() {
+                None | Some("1") | Some("max") | Some("true") | Some("on") => true,
+                Some("0") | Some("avg") | Some("false") | Some("off") => false,
+                Some("both") | Some("2") => {
+                    return Err(
+                        "'both' is not supported (fio 3.33 logs either avg or max); \
+                         expected one of: avg, max"
+                            .into(),
+                    )
+                }
+                Some(t) => return Err(format!("bad value '{t}'; expected one of: avg, max")),
+            }
+        }
         Key::Fsync => s.fsync = u32_in(val()?, kb, 0, u32::MAX)?,
         Key::Fdatasync => s.fdatasync = u32_in(val()?, kb, 0, u32::MAX)?,
         Key::BsUnaligned
@@ -955,7 +1001,10 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::ClatPercentiles
         | Key::LatPercentiles
         | Key::SlatPercentiles
-        | Key::EndFsync => unreachable_bool(def)?,
+        | Key::EndFsync
+        | Key::PerJobLogs
+        | Key::LogOffset
+        | Key::LogPrio => unreachable_bool(def)?,
     }
     Ok(())
 }

@@ -253,6 +253,34 @@ pub struct JobSpec {
     /// prefixes fio's normal output prefers.
     pub kb_base: u32,
 
+    /// `description`: free text fio prints with the job's results.
+    pub description: Option<String>,
+    /// `write_lat_log[=prefix]`: per-I/O (or windowed) slat/clat/lat logs
+    /// `<prefix>_{slat,clat,lat}.<jobnum>.log`; `Some("")` means the job name
+    /// is the prefix.
+    pub write_lat_log: Option<String>,
+    /// `write_bw_log[=prefix]`: `<prefix>_bw.<jobnum>.log` (KiB/s).
+    pub write_bw_log: Option<String>,
+    /// `write_iops_log[=prefix]`: `<prefix>_iops.<jobnum>.log`.
+    pub write_iops_log: Option<String>,
+    /// `log_avg_msec`: 0 logs every I/O, otherwise one averaged entry per
+    /// window of this many ms.
+    pub log_avg_msec: u64,
+    /// `log_max_value` / `log_window_value=max`: windows log their maximum
+    /// instead of their mean.
+    pub log_max_value: bool,
+    /// `per_job_logs` (default on): `.<jobnum>` in log file names; off means
+    /// all jobs with one prefix append to one file.
+    pub per_job_logs: bool,
+    /// `log_offset`: add the I/O offset column to log entries.
+    pub log_offset: bool,
+    /// `log_prio`: the priority column holds the I/O priority value
+    /// (`class << 13 | level`, hex) instead of 1 for the RT class, else 0.
+    pub log_prio: bool,
+    /// Directory for log files (`elevator run --log-dir`); not a fio option.
+    /// None = the current directory, as fio writes them.
+    pub log_dir: Option<std::path::PathBuf>,
+
     /// Options given in this job's own section (and its includes) as fio
     /// prints them under "job options" in JSON: fio's canonical name
     /// (`blocksize` → `bs`) and the value after `${VAR}` expansion, in file
@@ -375,6 +403,16 @@ impl JobSpec {
             fdatasync: 0,
             end_fsync: false,
             kb_base: 1024,
+            description: None,
+            write_lat_log: None,
+            write_bw_log: None,
+            write_iops_log: None,
+            log_avg_msec: 0,
+            log_max_value: false,
+            per_job_logs: true,
+            log_offset: false,
+            log_prio: false,
+            log_dir: None,
             job_options: Vec::new(),
         }
     }

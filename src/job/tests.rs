@@ -478,7 +478,6 @@ fn ignored_options_are_listed_once() {
             "thread",
             "verify",
             "invalidate",
-            "write_bw_log",
             "fill_device",
             "ioscheduler",
             "hipri"
