@@ -10,13 +10,23 @@
 //!   and `record_complete(1)` for every I/O, as fio does for engines without
 //!   a commit hook (that is what gives "submit: 4=100.0%").
 //! - `record_complete(nr)` per reap call.
-//! - `record_io` per completed read/write/trim, `record_sync` per fsync.
+//! - `record_io` (or `record_io_at`, with the offset for `log_offset`) per
+//!   completed read/write/trim, `record_sync` per fsync.
 //! - `end(now)` when the job finishes.
+//!
+//! Jobs with `write_lat_log` / `write_bw_log` / `write_iops_log` are
+//! created with [`JobStats::with_logs`] and stream fio-format log lines to
+//! their files as I/Os complete (see [`log`]); without logs the hot path
+//! pays one predictable branch.
 
 pub mod hist;
 mod ld;
+pub mod log;
 
 pub use hist::Histogram;
+pub use log::log_path;
+
+use log::JobLogs;
 
 use crate::job::{Ddir, JobSpec};
 use crate::sim::time::{Ns, NS_PER_MS};
@@ -196,6 +206,27 @@ struct Window {
     is_kb: bool,
 }
 
+/// A job's open log files. Clones of `JobStats` (reports, group merges)
+/// do not carry them: only the running job writes logs.
+#[derive(Default)]
+struct LogSlot(Option<Box<JobLogs>>);
+
+impl Clone for LogSlot {
+    fn clone(&self) -> LogSlot {
+        LogSlot(None)
+    }
+}
+
+impl std::fmt::Debug for LogSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "LogSlot(open)"
+        } else {
+            "LogSlot(none)"
+        })
+    }
+}
+
 impl Window {
     fn new(period_ms: u64, start: Ns, is_kb: bool) -> Window {
         let period = period_ms.saturating_mul(NS_PER_MS);
@@ -212,8 +243,8 @@ impl Window {
         }
     }
 
-    fn commit(&mut self, out: &mut [DirStats; 3]) {
-        let Some((_, units)) = self.pending.take() else {
+    fn commit(&mut self, out: &mut [DirStats; 3], mut logs: Option<&mut JobLogs>) {
+        let Some((at, units)) = self.pending.take() else {
             return;
         };
         let spent_ms = self.period / NS_PER_MS;
@@ -233,22 +264,25 @@ impl Window {
                 &mut out[d].iops
             };
             stat.add(rate);
+            if let Some(l) = logs.as_deref_mut() {
+                l.window_sample(self.is_kb, at, d, rate);
+            }
         }
     }
 
     /// Close every boundary at or before `now`.
-    fn roll(&mut self, now: Ns, out: &mut [DirStats; 3]) {
+    fn roll(&mut self, now: Ns, out: &mut [DirStats; 3], mut logs: Option<&mut JobLogs>) {
         if now < self.next_at {
             return;
         }
-        self.commit(out);
+        self.commit(out, logs.as_deref_mut());
         self.pending = Some((self.next_at, self.acc));
         self.acc = [0; 3];
         let after = self.next_at.saturating_add(self.period);
         if now >= after {
             // A gap without completions: the skipped windows are empty, so
             // commit the one just closed and jump past them.
-            self.commit(out);
+            self.commit(out, logs);
             let n = (now - self.next_at) / self.period;
             self.next_at = self.next_at.saturating_add((n + 1) * self.period);
         } else {
@@ -256,11 +290,11 @@ impl Window {
         }
     }
 
-    fn finish(&mut self, now: Ns, out: &mut [DirStats; 3]) {
-        self.roll(now, out);
+    fn finish(&mut self, now: Ns, out: &mut [DirStats; 3], mut logs: Option<&mut JobLogs>) {
+        self.roll(now, out, logs.as_deref_mut());
         if let Some((b, _)) = self.pending {
             if b.saturating_add(NS_PER_MS) <= now {
-                self.commit(out);
+                self.commit(out, logs);
             } else {
                 self.pending = None;
             }
@@ -304,6 +338,15 @@ pub struct JobStats {
     next_sample_at: Ns,
     bw_win: Window,
     iops_win: Window,
+    /// Anything beyond the plain statistics to do per I/O: log files, or
+    /// per-I/O bw/iops samples (hot-path check).
+    slow: bool,
+    /// fio's per-unit bw/iops logging (`log_avg_msec=0`): every I/O is a
+    /// bw sample (bytes * 10^6 / clat ns) and an iops sample (1) instead of
+    /// one sample per `bwavgtime` window.
+    unit_bw: bool,
+    unit_iops: bool,
+    logs: LogSlot,
 }
 
 #[inline]
@@ -378,7 +421,31 @@ impl JobStats {
                 spec.kb_base
             },
         };
-        JobStats::with_options(opts)
+        let (unit_bw, unit_iops) = log::unit_logs(spec);
+        let mut opts = opts;
+        if unit_bw {
+            opts.bwavgtime_ms = 0;
+        }
+        if unit_iops {
+            opts.iopsavgtime_ms = 0;
+        }
+        let mut st = JobStats::with_options(opts);
+        st.unit_bw = unit_bw;
+        st.unit_iops = unit_iops;
+        st.slow = unit_bw || unit_iops;
+        st
+    }
+
+    /// As [`JobStats::new`], and create the job's log files
+    /// (`write_lat_log`, `write_bw_log`, `write_iops_log`) in the current
+    /// directory or `spec.log_dir`. Errors name the file.
+    pub fn with_logs(spec: &JobSpec) -> Result<JobStats, String> {
+        let mut st = JobStats::new(spec);
+        if let Some(l) = JobLogs::open(spec)? {
+            st.logs = LogSlot(Some(Box::new(l)));
+            st.slow = true;
+        }
+        Ok(st)
     }
 
     /// Empty stats with explicit options (lab mode, tests).
@@ -409,6 +476,10 @@ impl JobStats {
             next_sample_at: bw_win.next_at.min(iops_win.next_at),
             bw_win,
             iops_win,
+            slow: false,
+            unit_bw: false,
+            unit_iops: false,
+            logs: LogSlot(None),
             opts,
         }
     }
@@ -421,6 +492,13 @@ impl JobStats {
         fresh.bw_win = Window::new(self.opts.bwavgtime_ms, now, true);
         fresh.iops_win = Window::new(self.opts.iopsavgtime_ms, now, false);
         fresh.next_sample_at = fresh.bw_win.next_at.min(fresh.iops_win.next_at);
+        fresh.slow = self.slow;
+        fresh.unit_bw = self.unit_bw;
+        fresh.unit_iops = self.unit_iops;
+        fresh.logs = std::mem::take(&mut self.logs);
+        if let Some(l) = fresh.logs.0.as_deref_mut() {
+            l.restart(now);
+        }
         *self = fresh;
     }
 
@@ -429,6 +507,23 @@ impl JobStats {
     pub fn record_io(
         &mut self,
         ddir: Ddir,
+        bytes: u64,
+        slat: Option<Ns>,
+        clat: Ns,
+        lat: Ns,
+        now: Ns,
+    ) {
+        self.record_io_at(ddir, 0, bytes, slat, clat, lat, now);
+    }
+
+    /// [`JobStats::record_io`] with the I/O's offset (logged with
+    /// `log_offset=1`).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_io_at(
+        &mut self,
+        ddir: Ddir,
+        offset: u64,
         bytes: u64,
         slat: Option<Ns>,
         clat: Ns,
@@ -467,12 +562,45 @@ impl JobStats {
         }
         self.bw_win.acc[d] += bytes;
         self.iops_win.acc[d] += 1;
+        if self.slow {
+            self.record_slow(d, offset, bytes, slat, clat, lat, now);
+        }
+    }
+
+    /// Per-I/O bw/iops samples and log lines (only for jobs that log).
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn record_slow(
+        &mut self,
+        d: usize,
+        offset: u64,
+        bytes: u64,
+        slat: Option<Ns>,
+        clat: Ns,
+        lat: Ns,
+        now: Ns,
+    ) {
+        // fio's add_bw_sample: bytes * 10^6 / ns spent since issue.
+        let bw_rate = (bytes.saturating_mul(1_000_000))
+            .checked_div(clat)
+            .unwrap_or(0);
+        if self.unit_bw {
+            self.dirs[d].bw.add(bw_rate);
+        }
+        if self.unit_iops {
+            self.dirs[d].iops.add(1);
+        }
+        if let Some(l) = self.logs.0.as_deref_mut() {
+            l.io(d, offset, bytes, slat, clat, lat, now, bw_rate);
+        }
     }
 
     #[cold]
     fn roll_windows(&mut self, now: Ns) {
-        self.bw_win.roll(now, &mut self.dirs);
-        self.iops_win.roll(now, &mut self.dirs);
+        let logs = &mut self.logs.0;
+        self.bw_win.roll(now, &mut self.dirs, logs.as_deref_mut());
+        self.iops_win.roll(now, &mut self.dirs, logs.as_deref_mut());
         self.next_sample_at = self.bw_win.next_at.min(self.iops_win.next_at);
     }
 
@@ -504,9 +632,15 @@ impl JobStats {
     /// Measurement ends (job finished).
     pub fn end(&mut self, now: Ns) {
         let now = now.max(self.start);
-        self.bw_win.finish(now, &mut self.dirs);
-        self.iops_win.finish(now, &mut self.dirs);
+        let logs = &mut self.logs.0;
+        self.bw_win.finish(now, &mut self.dirs, logs.as_deref_mut());
+        self.iops_win
+            .finish(now, &mut self.dirs, logs.as_deref_mut());
         self.next_sample_at = u64::MAX;
+        // Write out and close the job's logs.
+        if let Some(mut l) = self.logs.0.take() {
+            l.finish(now);
+        }
         let elapsed = now - self.start;
         // fio: runtime[ddir] = (elapsed_us + 999) / 1000, for directions that
         // moved bytes; total_run_time = mtime_since (rounded down).
