@@ -1,9 +1,10 @@
 //! Golden tests for fio-format output: runs built from deterministic
-//! synthetic samples are rendered as text, JSON and json+ and compared byte
-//! for byte with files in tests/golden/. `UPDATE_GOLDEN=1 cargo test --test
-//! report_golden` rewrites them. A second group of tests rebuilds blocks of
-//! real fio 3.33 output from the numbers fio printed and checks that the
-//! formatter reproduces them exactly.
+//! synthetic samples are rendered as text, JSON, json+ and terse and
+//! compared byte for byte with files in tests/golden/. `UPDATE_GOLDEN=1
+//! cargo test --test report_golden` rewrites them. A second group of tests
+//! rebuilds blocks of real fio 3.33 output from the numbers fio printed and
+//! checks that the formatter reproduces them exactly; json+ output is also
+//! checked with fio's own `fio_jsonplus_clat2csv --validate` when installed.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 
 use elevator::job::{BlockSizes, Ddir, EngineKind, IoEngine, JobSpec, RwPattern};
 use elevator::report::{
-    fio_json, fio_text, DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport,
+    fio_json, fio_terse, fio_text, DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport,
 };
 use elevator::sim::time::{Ns, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 use elevator::stats::{IoStat, JobStats};
@@ -311,6 +312,7 @@ fn multi_group_report() -> RunReport {
     // Group 0: HDD-like writes with fsync every 16, custom percentiles, lat
     // and slat percentiles too.
     let mut w = JobSpec::with_defaults("hdd-write");
+    w.description = Some("sequential writer, fsync every 16".into());
     w.rw = RwPattern::Write;
     w.fsync = 16;
     w.lat_percentiles = true;
@@ -414,13 +416,16 @@ fn multi_group_report() -> RunReport {
 fn check_all(name: &str, report: &RunReport) {
     check_golden(&format!("{name}.txt"), &fio_text::render_full(report));
     check_golden(&format!("{name}.json"), &fio_json::to_string(report));
+    check_golden(
+        &format!("{name}.plus.json"),
+        &fio_json::to_string_plus(report),
+    );
+    check_golden(&format!("{name}.terse"), &fio_terse::render(report));
 }
 
 #[test]
 fn golden_psync_randread() {
-    let r = psync_report();
-    check_all("psync_randread", &r);
-    check_golden("psync_randread.plus.json", &fio_json::to_string_plus(&r));
+    check_all("psync_randread", &psync_report());
 }
 
 #[test]
@@ -884,4 +889,234 @@ fn kb_base_1000_prefers_si_units() {
         text.starts_with("si: (g=0): rw=read, bs=(R) 4096B-4096B,"),
         "{text}"
     );
+}
+
+// ------------------------------------------------------------------ terse
+
+/// Fields in fio 3.33's terse v3 line without disks or description:
+/// counted in a line real fio 3.33 printed (Debian's fio 3.33,
+/// `fio --ioengine=null --size=64m --rw=randread --name=rr
+/// --output-format=terse`: 121 fields, no disk stats for the null engine).
+/// A job on a file adds 9 per disk (the fixture below: 130, and 131 with a
+/// description).
+const FIO_3_33_TERSE_FIELDS: usize = 121;
+
+fn terse_fields(line: &str) -> usize {
+    line.trim_end_matches('\n').split(';').count()
+}
+
+#[test]
+fn terse_field_count_is_fio_3_33s() {
+    assert_eq!(fio_terse::FIELDS_V3, FIO_3_33_TERSE_FIELDS);
+    // psync_randread: one disk.
+    let t = fio_terse::render(&psync_report());
+    assert_eq!(terse_fields(&t), FIO_3_33_TERSE_FIELDS + 9);
+    // multi_group: two disks; the first entry has a description; the job
+    // that was not modelled has no line.
+    let t = fio_terse::render(&multi_group_report());
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(terse_fields(lines[0]), FIO_3_33_TERSE_FIELDS + 2 * 9 + 1);
+    assert!(lines[0].ends_with(";sequential writer, fsync every 16"));
+    for l in &lines[1..] {
+        assert_eq!(terse_fields(l), FIO_3_33_TERSE_FIELDS + 2 * 9);
+    }
+    // The fixture fio itself printed.
+    let real = std::fs::read_to_string(golden_dir().join("fio333_fixture.terse")).unwrap();
+    let n: Vec<usize> = real.lines().map(terse_fields).collect();
+    assert_eq!(
+        n,
+        [FIO_3_33_TERSE_FIELDS + 9 + 1, FIO_3_33_TERSE_FIELDS + 9]
+    );
+}
+
+fn io_stat(v: &serde_json::Value, prefix: &str) -> IoStat {
+    let g = |k: &str| v[format!("{prefix}{k}")].clone();
+    let n = g("N").as_u64().or_else(|| g("samples").as_u64()).unwrap();
+    if n == 0 {
+        return IoStat::new();
+    }
+    let (min, max) = (g("min").as_u64().unwrap(), g("max").as_u64().unwrap());
+    let mean = g("mean").as_f64().unwrap();
+    let dev = g("stddev").as_f64().or_else(|| g("dev").as_f64()).unwrap();
+    stat(min, max, mean, dev, n)
+}
+
+fn hist_from_bins(h: &mut elevator::stats::Histogram, lat: &serde_json::Value) {
+    if let Some(bins) = lat["bins"].as_object() {
+        for (k, n) in bins {
+            h.add_count(k.parse().unwrap(), n.as_u64().unwrap());
+        }
+    }
+}
+
+/// Counts behind fio's percentages (fio derived each from an integer count,
+/// and prints 6 decimals).
+fn counts<const N: usize>(obj: &serde_json::Value, keys: &[&str], total: u64) -> [u64; N] {
+    let mut out = [0u64; N];
+    for (i, k) in keys.iter().enumerate() {
+        out[i] = (obj[*k].as_f64().unwrap() * total as f64 / 100.0).round() as u64;
+    }
+    out
+}
+
+/// Rebuild the run behind a real fio 3.33 json+ document: every statistic
+/// from its numbers, the latency histograms from its bins.
+fn report_from_fio_json_plus(doc: &serde_json::Value) -> RunReport {
+    let mut jobs = Vec::new();
+    for (i, j) in doc["jobs"].as_array().unwrap().iter().enumerate() {
+        let mut spec = JobSpec::with_defaults(j["jobname"].as_str().unwrap());
+        spec.job_index = i as u32;
+        spec.group_id = j["groupid"].as_u64().unwrap() as u32;
+        spec.description = j["desc"].as_str().map(str::to_string);
+        spec.lat_percentiles = j["job options"]["lat_percentiles"] == "1";
+        spec.iodepth = j["latency_depth"].as_u64().unwrap() as u32;
+        let mut st = JobStats::new(&spec);
+        let mut total = 0;
+        for (d, name) in ["read", "write", "trim"].iter().enumerate() {
+            let x = &j[*name];
+            let ds = &mut st.dirs[d];
+            ds.io_bytes = x["io_bytes"].as_u64().unwrap();
+            ds.total_ios = x["total_ios"].as_u64().unwrap();
+            ds.runtime_ms = x["runtime"].as_u64().unwrap();
+            ds.slat = io_stat(&x["slat_ns"], "");
+            ds.clat = io_stat(&x["clat_ns"], "");
+            ds.lat = io_stat(&x["lat_ns"], "");
+            hist_from_bins(&mut ds.slat_hist, &x["slat_ns"]);
+            hist_from_bins(&mut ds.clat_hist, &x["clat_ns"]);
+            hist_from_bins(&mut ds.lat_hist, &x["lat_ns"]);
+            ds.bw = io_stat(x, "bw_");
+            ds.iops = io_stat(x, "iops_");
+            total += ds.total_ios;
+        }
+        let runt = j["job_runtime"].as_u64().unwrap();
+        st.total_run_time_ms = runt;
+        let ms = |k: &str| (j[k].as_f64().unwrap() * runt as f64 / 100.0).round() as u64;
+        st.usr_time_ms = ms("usr_cpu");
+        st.sys_time_ms = ms("sys_cpu");
+        st.ctx = j["ctx"].as_u64().unwrap();
+        st.majf = j["majf"].as_u64().unwrap();
+        st.minf = j["minf"].as_u64().unwrap();
+        let lat_keys = [
+            "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
+        ];
+        st.io_u_map = counts(
+            &j["iodepth_level"],
+            &["1", "2", "4", "8", "16", "32", ">=64"],
+            total,
+        );
+        st.lat_n = counts(&j["latency_ns"], &lat_keys[..10], total);
+        st.lat_u = counts(&j["latency_us"], &lat_keys[..10], total);
+        st.lat_m = counts(&j["latency_ms"], &lat_keys, total);
+        jobs.push(ran(spec, st, runt * NS_PER_MS));
+    }
+    let disk_util = doc["disk_util"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| DiskUtil {
+            name: d["name"].as_str().unwrap().into(),
+            read_ios: d["read_ios"].as_u64().unwrap(),
+            write_ios: d["write_ios"].as_u64().unwrap(),
+            read_merges: d["read_merges"].as_u64().unwrap(),
+            write_merges: d["write_merges"].as_u64().unwrap(),
+            read_ticks: d["read_ticks"].as_u64().unwrap(),
+            write_ticks: d["write_ticks"].as_u64().unwrap(),
+            in_queue: d["in_queue"].as_u64().unwrap(),
+            util: d["util"].as_f64().unwrap(),
+            ..DiskUtil::default()
+        })
+        .collect();
+    RunReport {
+        global_options: vec![],
+        jobs,
+        disk_util,
+        // No elevator version: the version field prints "fio-3.33".
+        elevator: ElevatorMeta::default(),
+        timestamp: 0,
+    }
+}
+
+/// One real fio 3.33 run printed as json+ and terse at once
+/// (tests/golden/fio333_fixture.fio, `--output-format=json+,terse`): a
+/// psync randrw job with lat_percentiles and a description, and a libaio
+/// writer group of two jobs with group_reporting, on a file. Rebuilding the
+/// stats from the json+ half must print fio's terse half byte for byte.
+#[test]
+fn terse_matches_real_fio_3_33() {
+    let json = std::fs::read_to_string(golden_dir().join("fio333_fixture.plus.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let report = report_from_fio_json_plus(&doc);
+    let expected = std::fs::read_to_string(golden_dir().join("fio333_fixture.terse")).unwrap();
+    let actual = fio_terse::render(&report);
+    for (i, (e, a)) in expected.lines().zip(actual.lines()).enumerate() {
+        let (ef, af): (Vec<&str>, Vec<&str>) = (e.split(';').collect(), a.split(';').collect());
+        for (k, (x, y)) in ef.iter().zip(af.iter()).enumerate() {
+            assert_eq!(x, y, "line {} field {}", i + 1, k + 1);
+        }
+        assert_eq!(ef.len(), af.len(), "line {} field count", i + 1);
+    }
+    assert_eq!(actual, expected);
+    // The same rebuilt run as json+ has fio's bins, key for key.
+    let ours: serde_json::Value = serde_json::from_str(&fio_json::to_string_plus(&report)).unwrap();
+    for (a, b) in doc["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(ours["jobs"].as_array().unwrap())
+    {
+        for d in ["read", "write"] {
+            for l in ["slat_ns", "clat_ns", "lat_ns"] {
+                assert_eq!(a[d][l]["bins"], b[d][l]["bins"], "{d} {l}");
+                assert_eq!(a[d][l]["percentile"], b[d][l]["percentile"], "{d} {l}");
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------ json+
+
+/// fio's own json+ reader: `fio_jsonplus_clat2csv SRC STUB` writes one CSV
+/// per job, `--validate` rebuilds the bins from the CSVs and compares them
+/// with the json+ document. Skipped (with a note) when fio's tools are not
+/// installed; CI installs them (.ci/run).
+#[test]
+fn json_plus_passes_fio_jsonplus_clat2csv_validate() {
+    let tool = "fio_jsonplus_clat2csv";
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !found {
+        eprintln!("note: {tool} not installed (apt-get install fio); skipping json+ validation");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("elevator-jsonplus-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, r) in [
+        ("psync", psync_report()),
+        ("libaio", libaio_report()),
+        ("multi", multi_group_report()),
+    ] {
+        let src = dir.join(format!("{name}.json"));
+        std::fs::write(&src, fio_json::to_string_plus(&r)).unwrap();
+        let stub = dir.join(format!("{name}.csv"));
+        for validate in [false, true] {
+            let mut cmd = std::process::Command::new(tool);
+            cmd.arg(&src).arg(&stub);
+            if validate {
+                cmd.arg("--validate");
+            }
+            let out = cmd.output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{name} (validate={validate}): {text}");
+            if validate {
+                let entries = fio_json::render_plus(&r)["jobs"].as_array().unwrap().len();
+                assert_eq!(text.matches("validated").count(), entries, "{text}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

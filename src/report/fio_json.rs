@@ -353,6 +353,9 @@ fn job_json(e: &Entry, rs: &GroupRun, plus: bool) -> J {
             .float("latency_percentile", opts.latency_percentile)
             .uint("latency_window", opts.latency_window);
     }
+    if let Some(desc) = e.description {
+        o.fio_str("desc", desc);
+    }
     o.done()
 }
 
@@ -381,9 +384,13 @@ fn lat_json(ts: &JobStats, percentiles: bool, st: &IoStat, h: &Histogram, plus: 
             p.uint(&format!("{:.6}", pc), *v);
         }
         o.val("percentile", p.done());
-        if plus {
+        // fio always has bins here; stats imported without a histogram
+        // (lab mode) have none, and an empty object would trip readers such
+        // as fio_jsonplus_clat2csv.
+        let bins = h.bins();
+        if plus && !bins.is_empty() {
             let mut b = Obj::new();
-            for (val, n) in h.bins() {
+            for (val, n) in bins {
                 b.uint(&val.to_string(), n);
             }
             o.val("bins", b.done());

@@ -165,6 +165,9 @@ fn job_block(out: &mut String, e: &Entry, rs: &GroupRun, time_buf: &str) {
         "{}: (groupid={}, jobs={}): err={:2}: pid={}: {}",
         e.name, e.groupid, ts.members, 0, e.pid, time_buf
     );
+    if let Some(desc) = e.description {
+        let _ = writeln!(out, "  Description  : [{desc}]");
+    }
     for d in 0..3 {
         if ts.dirs[d].io_bytes > 0 {
             ddir_status(out, ts, rs, d);

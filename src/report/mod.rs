@@ -1,5 +1,5 @@
-//! Reports: fio's normal text and JSON formats from one results type, which
-//! both the simulator and the real-device lab fill.
+//! Reports: fio's normal text, JSON, json+ and terse formats from one
+//! results type, which both the simulator and the real-device lab fill.
 
 use crate::job::JobSpec;
 use crate::sim::time::Ns;
@@ -70,6 +70,7 @@ pub struct RunReport {
 }
 
 pub mod fio_json;
+pub mod fio_terse;
 pub mod fio_text;
 pub mod numfmt;
 
@@ -91,6 +92,8 @@ pub struct Entry<'a> {
     pub job_options: &'a [(String, String)],
     /// Longest `elapsed_ns` of the members.
     pub elapsed_ns: Ns,
+    /// First job's `description`.
+    pub description: Option<&'a str>,
 }
 
 /// What goes where in the output, in job order.
@@ -179,6 +182,7 @@ pub fn layout(report: &RunReport) -> Layout<'_> {
                 stats: job.stats.clone(),
                 job_options: &spec.job_options,
                 elapsed_ns: job.elapsed_ns,
+                description: spec.description.as_deref(),
             });
         }
         last_gid = Some(spec.group_id);
