@@ -134,9 +134,7 @@ pub struct Simulation {
     global_options: Vec<(String, String)>,
     /// Ready to run a step after the current event.
     to_step: Vec<u32>,
-    /// Scratch buffers reused across events (no allocation per event).
-    scratch_done: Vec<BioDone>,
-    scratch_pids: Vec<u32>,
+    /// Scratch buffer reused across events (no allocation per event).
     scratch_steps: Vec<u32>,
     batch: Vec<u32>,
     /// Units queued by the current submit call (their issue time is its end).
@@ -283,8 +281,6 @@ impl Simulation {
             disk_name,
             global_options: jobfile.global_options.clone(),
             to_step: Vec::new(),
-            scratch_done: Vec::new(),
-            scratch_pids: Vec::new(),
             scratch_steps: Vec::new(),
             batch: Vec::new(),
             issued: Vec::new(),
@@ -440,31 +436,31 @@ impl Simulation {
     /// Deliver completions and wake-ups, then step the jobs that can act.
     fn settle(&mut self) {
         loop {
-            std::mem::swap(&mut self.done, &mut self.scratch_done);
-            let mut done = std::mem::take(&mut self.scratch_done);
-            for d in done.drain(..) {
+            // bio_done never adds completions, so an index walk is safe.
+            for i in 0..self.done.len() {
+                let d = self.done[i];
                 self.bio_done(d);
             }
-            self.scratch_done = done;
-            std::mem::swap(&mut self.woken, &mut self.scratch_pids);
-            let mut woken = std::mem::take(&mut self.scratch_pids);
-            for pid in woken.drain(..) {
+            self.done.clear();
+            for i in 0..self.woken.len() {
+                let pid = self.woken[i];
                 let job = &mut self.jobs[pid as usize];
                 if job.sleeping {
                     job.sleeping = false;
                     self.to_step.push(pid);
                 }
             }
-            self.scratch_pids = woken;
+            self.woken.clear();
             if self.to_step.is_empty() {
                 break;
             }
+            // Steps may queue more steps, completions and wake-ups.
             std::mem::swap(&mut self.to_step, &mut self.scratch_steps);
-            let mut steps = std::mem::take(&mut self.scratch_steps);
-            for j in steps.drain(..) {
+            for i in 0..self.scratch_steps.len() {
+                let j = self.scratch_steps[i];
                 self.step(j as usize);
             }
-            self.scratch_steps = steps;
+            self.scratch_steps.clear();
         }
     }
 
