@@ -1,9 +1,11 @@
 //! Device models behind one small trait, and the TOML profiles that configure
 //! them. Built-in profiles live in `profiles/*.toml` and are compiled in.
 
+pub mod hdd;
 pub mod nvme;
 pub mod profile;
 pub mod ram;
+pub mod sata_ssd;
 
 use crate::block::request::{Op, RqId};
 use crate::sim::time::Ns;
@@ -66,12 +68,10 @@ pub fn build(profile: &Profile, seed: u64) -> Result<Box<dyn Device>, String> {
     match profile.model.as_str() {
         "ram" => Ok(Box::new(ram::Ram::new(profile)?)),
         "nvme" => Ok(Box::new(nvme::Nvme::new(profile, seed)?)),
-        "hdd" | "sata-ssd" => Err(format!(
-            "profile '{}': the '{}' model is reserved and not built yet (see the device-model issue)",
-            profile.name, profile.model
-        )),
+        "hdd" => Ok(Box::new(hdd::Hdd::new(profile, seed)?)),
+        "sata-ssd" => Ok(Box::new(sata_ssd::SataSsd::new(profile, seed)?)),
         other => Err(format!(
-            "profile '{}': unknown model '{other}' (known: ram, nvme)",
+            "profile '{}': unknown model '{other}' (known: ram, nvme, hdd, sata-ssd)",
             profile.name
         )),
     }

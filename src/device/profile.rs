@@ -47,13 +47,15 @@ fn default_max_segments() -> u32 {
 pub struct Profile {
     /// Profile name (`--device NAME`).
     pub name: String,
-    /// Which model: ram, nvme (hdd and sata-ssd are reserved).
+    /// Which model: ram, nvme, hdd, sata-ssd.
     pub model: String,
     /// One line for `elevator devices`.
     pub description: String,
     pub queue: QueueLimits,
     pub ram: Option<super::ram::RamParams>,
     pub nvme: Option<super::nvme::NvmeParams>,
+    pub hdd: Option<super::hdd::HddParams>,
+    pub sata_ssd: Option<super::sata_ssd::SataSsdParams>,
     /// CPU cost of the I/O path on the host this device is attached to
     /// (block layer, driver, completion, scheduler hooks); defaults if absent.
     pub cpu: Option<crate::block::cpu::CpuCosts>,
@@ -65,10 +67,12 @@ pub struct Profile {
 const BUILTIN: &[(&str, &str)] = &[
     ("ram", include_str!("../../profiles/ram.toml")),
     ("nvme", include_str!("../../profiles/nvme.toml")),
+    ("hdd", include_str!("../../profiles/hdd.toml")),
+    ("sata-ssd", include_str!("../../profiles/sata-ssd.toml")),
 ];
 
 /// Names reserved for models that other issues add.
-pub const RESERVED: &[&str] = &["hdd", "sata-ssd"];
+pub const RESERVED: &[&str] = &[];
 
 fn parse(text: &str, origin: &str) -> Result<Profile, String> {
     let mut p: Profile = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
@@ -105,8 +109,17 @@ fn validate(p: &Profile) -> Result<(), String> {
     match p.model.as_str() {
         "ram" => has(p.ram.is_some(), "ram"),
         "nvme" => has(p.nvme.is_some(), "nvme"),
-        "hdd" | "sata-ssd" => Ok(()),
-        other => Err(format!("model: unknown model '{other}' (known: ram, nvme)")),
+        "hdd" => {
+            has(p.hdd.is_some(), "hdd")?;
+            super::hdd::check(p.hdd.as_ref().expect("checked"))
+        }
+        "sata-ssd" => {
+            has(p.sata_ssd.is_some(), "sata_ssd")?;
+            super::sata_ssd::check(p.sata_ssd.as_ref().expect("checked"))
+        }
+        other => Err(format!(
+            "model: unknown model '{other}' (known: ram, nvme, hdd, sata-ssd)"
+        )),
     }
 }
 
@@ -168,9 +181,12 @@ mod tests {
     }
 
     #[test]
-    fn reserved_names_are_refused_clearly() {
-        let e = load_profile("hdd").unwrap_err();
-        assert!(e.contains("reserved"), "{e}");
+    fn hdd_and_sata_ssd_are_built_in() {
+        for name in ["hdd", "sata-ssd"] {
+            let p = load_profile(name).unwrap();
+            assert_eq!(p.model, name);
+            assert!(crate::device::build(&p, 1).is_ok(), "{name} builds");
+        }
     }
 
     #[test]

@@ -1,0 +1,603 @@
+//! `sata-ssd`: a flash SSD behind a SATA link with NCQ.
+//!
+//! Host interface: every command passes one serial stage, the controller's
+//! per-command processing plus its data on the half-duplex SATA link (reads
+//! and writes share it). This caps small-block IOPS and large-block bandwidth.
+//!
+//! Reads: each `page_bytes` piece of a read is served by one of `units` flash
+//! parallel units (channel × die, chosen by hashing the page), one read at a
+//! time per unit: array read time plus the transfer to the controller.
+//!
+//! Writes: land in the power-loss-protected write buffer (fast) and drain
+//! through the flash program path (`program_bandwidth`, shared by host data
+//! and garbage-collection copies). A full buffer makes writes wait.
+//!
+//! Garbage collection, with counters only (no page map): `valid` bytes of
+//! user data (random writes to unmapped space add to it in expectation),
+//! `free` bytes in erased blocks. Programming consumes free space; when it
+//! falls below `gc_threshold_blocks`, a GC job picks a victim block whose
+//! valid fraction follows from the fill of the used space (uniform random
+//! writes, FIFO cleaning: u = (v − 1)/ln v), copies its valid data through
+//! the program path and erases it. The copy delays host data (lower write
+//! throughput, write latency spikes while the buffer is full); the victim's
+//! die is busy reading the copy (host reads there wait for one page read)
+//! and erasing (host reads there wait for the erase). When the program path
+//! has been idle, background GC refills the free pool to `gc_idle_blocks`.
+
+use super::{Device, DeviceCmd, DeviceOut, Profile, QueueLimits, Submit};
+use crate::block::request::Op;
+use crate::sim::time::{Ns, NS_PER_SEC};
+use rand::Rng;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Deserialize;
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SataSsdParams {
+    /// Flash parallel units (channels × dies).
+    pub units: u32,
+    /// Array read time per page read on a unit (tR + ECC), ns.
+    pub read_ns: u64,
+    /// Transfer rate from a unit to the controller, bytes/s.
+    pub unit_bandwidth: u64,
+    /// Multi-plane page: the read and program unit, bytes.
+    pub page_bytes: u64,
+    /// Controller processing per command, ns.
+    pub controller_ns: u64,
+    /// SATA link bandwidth (both directions share it), bytes/s.
+    pub link_bandwidth: u64,
+    /// Latency of a write absorbed by the buffer, ns.
+    pub write_ns: u64,
+    /// Write buffer size, bytes.
+    pub write_buffer: u64,
+    /// Flash program path for host data and GC copies, bytes/s.
+    pub program_bandwidth: u64,
+    /// Block erase time, ns.
+    pub erase_ns: u64,
+    /// Erase block (the GC unit), bytes.
+    pub block_bytes: u64,
+    /// Spare flash beyond the user capacity, as a fraction of it.
+    pub over_provisioning: f64,
+    /// Foreground GC runs while fewer blocks than this are free.
+    pub gc_threshold_blocks: u64,
+    /// Background GC refills the free pool to this many blocks when idle.
+    pub gc_idle_blocks: u64,
+    /// Fraction of the user capacity holding data at the start (0..1).
+    pub initial_fill: f64,
+    /// true: start in random-write steady state (free pool at the GC
+    /// threshold); false: everything not holding data is erased (fresh or
+    /// secure-erased drive filled sequentially).
+    pub preconditioned: bool,
+    /// Data set management (trim) command time, ns.
+    pub trim_ns: u64,
+    /// Flush command time, ns (the buffer is power-loss protected).
+    pub flush_ns: u64,
+    /// Exponential jitter: service = base × (1 − j + j·Exp(1)), 0 ≤ j ≤ 1.
+    pub jitter: f64,
+}
+
+/// Counters the tests read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SsdStats {
+    pub gc_jobs: u64,
+    pub gc_copied_bytes: f64,
+    pub host_written_bytes: f64,
+}
+
+pub struct SataSsd {
+    limits: QueueLimits,
+    p: SataSsdParams,
+    rng: ChaCha8Rng,
+    /// Host interface (controller + link) busy until.
+    host_free: Ns,
+    /// Host reads: each unit busy until.
+    unit_free: Vec<Ns>,
+    /// GC on a unit: copy reads from `gc_start` to `gc_read_end`, then the
+    /// erase until `erase_end`.
+    gc_start: Vec<Ns>,
+    gc_read_end: Vec<Ns>,
+    erase_end: Vec<Ns>,
+    gc_next_unit: usize,
+    /// Buffered writes in order: (time its data is programmed, bytes).
+    buffer: VecDeque<(Ns, u64)>,
+    buffered: u64,
+    last_admit: Ns,
+    /// Program path busy until.
+    path_free: Ns,
+    user_bytes: f64,
+    flash_bytes: f64,
+    valid: f64,
+    free: f64,
+    pub stats: SsdStats,
+}
+
+/// Valid fraction of the victim block when used space holds valid data at
+/// fraction `u`, for uniform random writes and FIFO (oldest block) cleaning:
+/// u = (v − 1) / ln v (Desnoyers, "Analytic models of SSD write performance",
+/// 2012; greedy cleaning does a little better).
+pub fn victim_valid(u: f64) -> f64 {
+    if u <= 0.0 {
+        return 0.0;
+    }
+    if u >= 1.0 {
+        return 1.0;
+    }
+    let g = |v: f64| (v - 1.0) / v.ln();
+    let (mut lo, mut hi) = (1e-12, 1.0 - 1e-12);
+    for _ in 0..80 {
+        let mid = 0.5 * (lo + hi);
+        if g(mid) < u {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// Profile validation hook (the `[sata_ssd]` table's own checks).
+pub fn check(p: &SataSsdParams) -> Result<(), String> {
+    for (v, what) in [
+        (p.units as u64, "sata_ssd.units"),
+        (p.unit_bandwidth, "sata_ssd.unit_bandwidth"),
+        (p.page_bytes, "sata_ssd.page_bytes"),
+        (p.link_bandwidth, "sata_ssd.link_bandwidth"),
+        (p.write_buffer, "sata_ssd.write_buffer"),
+        (p.program_bandwidth, "sata_ssd.program_bandwidth"),
+        (p.block_bytes, "sata_ssd.block_bytes"),
+    ] {
+        if v == 0 {
+            return Err(format!("{what} must be > 0"));
+        }
+    }
+    if !(0.0..=1.0).contains(&p.jitter) {
+        return Err("sata_ssd.jitter must be within 0..1".into());
+    }
+    if !(0.0..=1.0).contains(&p.initial_fill) {
+        return Err("sata_ssd.initial_fill must be within 0..1".into());
+    }
+    if !(p.over_provisioning > 0.0 && p.over_provisioning <= 4.0) {
+        return Err("sata_ssd.over_provisioning must be within (0, 4]".into());
+    }
+    if p.gc_idle_blocks < p.gc_threshold_blocks {
+        return Err("sata_ssd.gc_idle_blocks must be >= gc_threshold_blocks".into());
+    }
+    Ok(())
+}
+
+impl SataSsd {
+    pub fn new(profile: &Profile, seed: u64) -> Result<SataSsd, String> {
+        let p = profile
+            .sata_ssd
+            .clone()
+            .ok_or("sata-ssd model needs a [sata_ssd] table")?;
+        check(&p).map_err(|e| format!("{}: {e}", profile.name))?;
+        let user = profile.queue.capacity as f64;
+        let flash = user * (1.0 + p.over_provisioning);
+        let valid = user * p.initial_fill;
+        let block = p.block_bytes as f64;
+        if flash - valid < (p.gc_idle_blocks as f64 + 1.0) * block {
+            return Err(format!(
+                "{}: sata_ssd.over_provisioning leaves no room for {} free blocks",
+                profile.name, p.gc_idle_blocks
+            ));
+        }
+        let free = if p.preconditioned {
+            p.gc_threshold_blocks as f64 * block
+        } else {
+            flash - valid
+        };
+        let units = p.units as usize;
+        // A write is at least one sector: this bounds the buffer's entries.
+        let entries = (p.write_buffer / 512 + 1) as usize;
+        Ok(SataSsd {
+            limits: profile.queue.clone(),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7361_7461),
+            host_free: 0,
+            unit_free: vec![0; units],
+            gc_start: vec![0; units],
+            gc_read_end: vec![0; units],
+            erase_end: vec![0; units],
+            gc_next_unit: 0,
+            buffer: VecDeque::with_capacity(entries.min(1 << 16)),
+            buffered: 0,
+            last_admit: 0,
+            path_free: 0,
+            user_bytes: user,
+            flash_bytes: flash,
+            valid,
+            free,
+            stats: SsdStats::default(),
+            p,
+        })
+    }
+
+    fn jittered(&mut self, base: Ns) -> Ns {
+        if self.p.jitter == 0.0 || base == 0 {
+            return base;
+        }
+        let e: f64 = -(1.0 - self.rng.gen::<f64>()).ln();
+        (base as f64 * (1.0 - self.p.jitter + self.p.jitter * e)) as Ns
+    }
+
+    /// Controller + link stage, serial over all commands.
+    fn host_stage(&mut self, now: Ns, bytes: u64) -> Ns {
+        let cost = self.p.controller_ns + bytes * NS_PER_SEC / self.p.link_bandwidth;
+        let t = self.host_free.max(now) + cost;
+        self.host_free = t;
+        t
+    }
+
+    fn unit_of(&self, page: u64) -> usize {
+        // Pages scatter over units as the FTL stripes them.
+        let h = page.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((h >> 32) % self.p.units as u64) as usize
+    }
+
+    /// When a host read may start on unit `u` at `t`: it waits for an
+    /// in-flight GC copy read and for an erase (no erase suspend).
+    fn unit_ready(&self, u: usize, t: Ns) -> Ns {
+        let mut s = t.max(self.unit_free[u]);
+        if s >= self.gc_start[u] && s < self.gc_read_end[u] && self.p.read_ns > 0 {
+            let into = (s - self.gc_start[u]) % self.p.read_ns;
+            s += self.p.read_ns - into;
+        }
+        if s >= self.gc_read_end[u] && s < self.erase_end[u] {
+            s = self.erase_end[u];
+        }
+        s
+    }
+
+    fn read(&mut self, t: Ns, sector: u64, bytes: u64) -> Ns {
+        let first = sector * 512 / self.p.page_bytes;
+        let last = (sector * 512 + bytes.max(1) - 1) / self.p.page_bytes;
+        let mut done = t;
+        for page in first..=last {
+            let lo = (page * self.p.page_bytes).max(sector * 512);
+            let hi = ((page + 1) * self.p.page_bytes).min(sector * 512 + bytes.max(1));
+            let u = self.unit_of(page);
+            let start = self.unit_ready(u, t);
+            let end = start
+                + self.jittered(self.p.read_ns)
+                + (hi - lo) * NS_PER_SEC / self.p.unit_bandwidth;
+            self.unit_free[u] = end;
+            done = done.max(end);
+        }
+        done
+    }
+
+    /// One GC job starting on the program path at `t`: returns when the path
+    /// has programmed the copied data.
+    fn gc_job(&mut self, t: Ns) -> Ns {
+        let block = self.p.block_bytes as f64;
+        let used = (self.flash_bytes - self.free).max(block);
+        let v = victim_valid((self.valid / used).min(1.0));
+        let copy = v * block;
+        let u = self.gc_next_unit;
+        self.gc_next_unit = (u + 1) % self.unit_free.len();
+        let s = t.max(self.erase_end[u]);
+        let reads = (copy / self.p.page_bytes as f64).ceil() as u64;
+        self.gc_start[u] = s;
+        self.gc_read_end[u] = s + reads * self.p.read_ns;
+        self.erase_end[u] = self.gc_read_end[u] + self.p.erase_ns;
+        self.free += block - copy;
+        self.stats.gc_jobs += 1;
+        self.stats.gc_copied_bytes += copy;
+        // Copy reads pipeline under the programs; the path time dominates.
+        t + (copy * NS_PER_SEC as f64 / self.p.program_bandwidth as f64) as Ns
+    }
+
+    /// Program `bytes` of host data that entered the buffer at `at`: returns
+    /// when they leave it.
+    fn program(&mut self, at: Ns, bytes: u64) -> Ns {
+        let block = self.p.block_bytes as f64;
+        // Background GC in the idle time the path had before `at`.
+        let idle_target = self.p.gc_idle_blocks as f64 * block;
+        if self.path_free < at && self.free < idle_target {
+            let mut t = self.path_free;
+            while self.free < idle_target && t < at {
+                t = self.gc_job(t);
+            }
+            self.path_free = t;
+        }
+        let mut start = self.path_free.max(at);
+        let threshold = self.p.gc_threshold_blocks as f64 * block;
+        let mut guard = 0;
+        while self.free < threshold && guard < 10_000 {
+            start = self.gc_job(start);
+            guard += 1;
+        }
+        let end = start + bytes * NS_PER_SEC / self.p.program_bandwidth;
+        self.path_free = end;
+        let b = bytes as f64;
+        self.free -= b;
+        // Writing to an unmapped LBA adds data; the mapped fraction is
+        // valid/user for writes spread like the data already there.
+        self.valid = (self.valid + b * (1.0 - self.valid / self.user_bytes)).min(self.user_bytes);
+        self.stats.host_written_bytes += b;
+        end
+    }
+
+    /// Admit a write into the buffer at or after `t`, in arrival order.
+    fn write_admit(&mut self, t: Ns, bytes: u64) -> Ns {
+        let mut at = t.max(self.last_admit);
+        while let Some(&(rel, b)) = self.buffer.front() {
+            if rel > at {
+                break;
+            }
+            self.buffered -= b;
+            self.buffer.pop_front();
+        }
+        while self.buffered + bytes > self.p.write_buffer {
+            let Some((rel, b)) = self.buffer.pop_front() else {
+                break;
+            };
+            at = at.max(rel);
+            self.buffered -= b;
+        }
+        let rel = self.program(at, bytes);
+        self.buffer.push_back((rel, bytes));
+        self.buffered += bytes;
+        self.last_admit = at;
+        at
+    }
+
+    /// Free space in erased blocks and valid data, in bytes (for tests and
+    /// reports).
+    pub fn fill_state(&self) -> (f64, f64) {
+        (self.free, self.valid)
+    }
+}
+
+impl Device for SataSsd {
+    fn limits(&self) -> &QueueLimits {
+        &self.limits
+    }
+
+    fn submit(&mut self, now: Ns, cmd: &DeviceCmd, out: &mut DeviceOut) -> Submit {
+        let bytes = cmd.bytes();
+        let done = match cmd.op {
+            Op::Read => {
+                let t = self.host_stage(now, bytes);
+                self.read(t, cmd.sector, bytes)
+            }
+            Op::Write => {
+                let t = self.host_stage(now, bytes);
+                let admitted = self.write_admit(t, bytes);
+                admitted + self.jittered(self.p.write_ns)
+            }
+            Op::Discard => {
+                // Trimmed LBAs stop holding data: in expectation the mapped
+                // fraction of them.
+                let b = bytes as f64;
+                self.valid = (self.valid - b * self.valid / self.user_bytes).max(0.0);
+                self.host_stage(now, 0) + self.p.trim_ns
+            }
+            Op::Flush => {
+                let t = self.host_stage(now, 0);
+                if self.limits.write_cache {
+                    t + self.p.flush_ns
+                } else {
+                    t
+                }
+            }
+        };
+        out.completions.push((done, cmd.id));
+        Submit::Accepted
+    }
+
+    fn set_write_cache(&mut self, write_back: bool) {
+        self.limits.write_cache = write_back;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::request::RqId;
+    use crate::device::load_profile;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    fn ssd(edit: impl Fn(&mut Profile)) -> SataSsd {
+        let mut p = load_profile("sata-ssd").unwrap();
+        edit(&mut p);
+        SataSsd::new(&p, 1).unwrap()
+    }
+
+    /// Closed-loop random 4 KiB `op`s at `depth` for `n` completions:
+    /// (IOPS, mean latency ns, max latency ns).
+    fn closed_loop(d: &mut SataSsd, depth: usize, op: Op, n: u64) -> (f64, f64, u64) {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let cap_sectors = d.limits.capacity / 512;
+        let mut heap = BinaryHeap::new();
+        let mut out = DeviceOut::default();
+        let mut issue = |d: &mut SataSsd, now: Ns, id: RqId, out: &mut DeviceOut| {
+            let sector = rng.gen_range(0..cap_sectors / 8) * 8;
+            let c = DeviceCmd {
+                id,
+                op,
+                sector,
+                nr_sectors: 8,
+                hwq: 0,
+                fua: false,
+            };
+            assert_eq!(d.submit(now, &c, out), Submit::Accepted);
+        };
+        let mut start = vec![0u64; depth];
+        for id in 0..depth as u32 {
+            issue(d, 0, id, &mut out);
+        }
+        for (t, id) in out.completions.drain(..) {
+            heap.push(Reverse((t, id)));
+        }
+        let (mut k, mut lat, mut max, mut now) = (0u64, 0u64, 0u64, 0);
+        while k < n {
+            let Reverse((t, id)) = heap.pop().unwrap();
+            now = t;
+            let l = t - start[id as usize];
+            lat += l;
+            max = max.max(l);
+            k += 1;
+            start[id as usize] = t;
+            issue(d, t, id, &mut out);
+            for (t, id) in out.completions.drain(..) {
+                heap.push(Reverse((t, id)));
+            }
+        }
+        (k as f64 * 1e9 / now as f64, lat as f64 / k as f64, max)
+    }
+
+    #[test]
+    fn victim_valid_fraction() {
+        assert_eq!(victim_valid(0.0), 0.0);
+        for u in [0.1, 0.5, 0.8, 0.917, 0.99] {
+            let v = victim_valid(u);
+            assert!(v < u, "victim {v} should hold less than the mean {u}");
+            assert!(((v - 1.0) / v.ln() - u).abs() < 1e-9);
+        }
+        // 9% spare: write amplification about 6.
+        let wa = 1.0 / (1.0 - victim_valid(1.0 / 1.09));
+        assert!((5.0..8.0).contains(&wa), "WA {wa}");
+    }
+
+    #[test]
+    fn reads_saturate_the_sata_interface() {
+        let mut d = ssd(|_| {});
+        let (iops1, lat1, _) = closed_loop(&mut d, 1, Op::Read, 20_000);
+        let mut d = ssd(|_| {});
+        let (iops32, _, _) = closed_loop(&mut d, 32, Op::Read, 100_000);
+        assert!(lat1 < 250_000.0, "QD1 read latency {lat1}");
+        assert!(lat1 > 60_000.0, "QD1 read latency {lat1}");
+        assert!(
+            (40_000.0..100_000.0).contains(&iops32),
+            "QD32 {iops32} (QD1 {iops1})"
+        );
+    }
+
+    #[test]
+    fn gc_lowers_sustained_random_writes_on_a_full_drive() {
+        let mut empty = ssd(|p| {
+            let s = p.sata_ssd.as_mut().unwrap();
+            s.initial_fill = 0.0;
+            s.preconditioned = false;
+        });
+        let (e_iops, _, e_max) = closed_loop(&mut empty, 32, Op::Write, 200_000);
+        assert_eq!(empty.stats.gc_jobs, 0);
+        let mut full = ssd(|p| p.sata_ssd.as_mut().unwrap().initial_fill = 1.0);
+        let (f_iops, _, f_max) = closed_loop(&mut full, 32, Op::Write, 100_000);
+        assert!(full.stats.gc_jobs > 10);
+        assert!(f_iops * 2.0 < e_iops, "full {f_iops} vs empty {e_iops}");
+        assert!(
+            (10_000.0..45_000.0).contains(&f_iops),
+            "full drive {f_iops}"
+        );
+        // GC jobs stall the program path: latency spikes.
+        assert!(
+            f_max > 5 * e_max,
+            "max latency full {f_max} vs empty {e_max}"
+        );
+        // Write amplification near 1 / (1 - v).
+        let wa = (full.stats.host_written_bytes + full.stats.gc_copied_bytes)
+            / full.stats.host_written_bytes;
+        assert!((3.0..10.0).contains(&wa), "WA {wa}");
+    }
+
+    #[test]
+    fn writes_fill_an_empty_drive_and_trim_empties_it() {
+        let mut d = ssd(|p| {
+            let s = p.sata_ssd.as_mut().unwrap();
+            s.initial_fill = 0.0;
+            s.preconditioned = false;
+        });
+        let (free0, valid0) = d.fill_state();
+        assert_eq!(valid0, 0.0);
+        closed_loop(&mut d, 8, Op::Write, 10_000);
+        let (free1, valid1) = d.fill_state();
+        assert!(valid1 > 0.99 * 10_000.0 * 4096.0);
+        assert!(free1 < free0);
+        let mut out = DeviceOut::default();
+        let trim = DeviceCmd {
+            id: 0,
+            op: Op::Discard,
+            sector: 0,
+            nr_sectors: (d.limits.capacity / 512).min(u32::MAX as u64) as u32,
+            hwq: 0,
+            fua: false,
+        };
+        d.submit(1 << 40, &trim, &mut out);
+        assert!(d.fill_state().1 < valid1);
+    }
+
+    #[test]
+    fn idle_time_refills_the_free_pool() {
+        // A burst after idle time is absorbed by background GC's free blocks.
+        let mut d = ssd(|_| {});
+        let mut out = DeviceOut::default();
+        let w = |id, sector| DeviceCmd {
+            id,
+            op: Op::Write,
+            sector,
+            nr_sectors: 8,
+            hwq: 0,
+            fua: false,
+        };
+        d.submit(0, &w(0, 0), &mut out);
+        let jobs = d.stats.gc_jobs;
+        // One second idle, then one write: background GC ran in between.
+        d.submit(NS_PER_SEC, &w(1, 8), &mut out);
+        assert!(d.stats.gc_jobs > jobs);
+        let block = d.p.block_bytes as f64;
+        assert!(d.fill_state().0 > d.p.gc_threshold_blocks as f64 * block);
+    }
+
+    #[test]
+    fn sequential_reads_are_capped_by_the_link() {
+        let mut d = ssd(|_| {});
+        let mut out = DeviceOut::default();
+        let mut heap = BinaryHeap::new();
+        let bs = 256u32; // 128 KiB
+        let mut next = 0u64;
+        for id in 0..32u32 {
+            let c = DeviceCmd {
+                id,
+                op: Op::Read,
+                sector: next,
+                nr_sectors: bs,
+                hwq: 0,
+                fua: false,
+            };
+            next += bs as u64;
+            d.submit(0, &c, &mut out);
+        }
+        for (t, id) in out.completions.drain(..) {
+            heap.push(Reverse((t, id)));
+        }
+        let (mut k, mut now) = (0u64, 0);
+        while k < 20_000 {
+            let Reverse((t, id)) = heap.pop().unwrap();
+            now = t;
+            k += 1;
+            let c = DeviceCmd {
+                id,
+                op: Op::Read,
+                sector: next,
+                nr_sectors: bs,
+                hwq: 0,
+                fua: false,
+            };
+            next += bs as u64;
+            d.submit(t, &c, &mut out);
+            for (t, id) in out.completions.drain(..) {
+                heap.push(Reverse((t, id)));
+            }
+        }
+        let mbps = (k * bs as u64 * 512) as f64 / now as f64 * 1e3;
+        assert!(
+            (400.0..=550.0).contains(&mbps),
+            "sequential read {mbps} MB/s"
+        );
+    }
+}
