@@ -56,8 +56,8 @@ or two dashes) are read exactly as fio reads them.
 OPTIONS:
     --scheduler NAME        none (default), noop, deadline, mq-deadline
                             (`elevator schedulers` lists them with their tunables)
-    --device NAME|FILE      device model: a built-in profile (nvme (default), ram)
-                            or a profile TOML file (`elevator devices`)
+    --device NAME|FILE      device model: a built-in profile (nvme (default), ram,
+                            hdd, sata-ssd) or a profile TOML file (`elevator devices`)
     --set KNOB=VALUE        queue sysfs knob (nr_requests, read_ahead_kb, nomerges,
                             rotational, max_sectors_kb, write_cache), a
                             scheduler tunable as iosched/NAME, or a CPU cost in
@@ -488,7 +488,6 @@ pub fn cmd_devices(args: &[String]) -> Result<String, CliError> {
                     p.description
                 ));
             }
-            s.push_str("reserved (next issue): hdd, sata-ssd\n");
             s.push_str(
                 "show a profile: elevator devices --show NAME; use your own: --device FILE.toml\n",
             );
