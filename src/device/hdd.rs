@@ -20,12 +20,16 @@
 //! Write cache (write back): a write completes once in the cache; dirty
 //! entries are destaged (SPTF among themselves) when the disk has no host
 //! command to serve, or together with host commands when the cache is full,
-//! a write waits for room, or a flush is pending. A flush completes when the
-//! cache is empty. With write through, writes go to the media.
+//! a write waits for room, or a flush is pending. Host commands keep priority
+//! there: a destage wins only if its positioning time is `destage_cost_factor`
+//! times shorter. A flush completes when the cache is empty. With write
+//! through (or FUA), writes go to the media.
 //!
 //! Read look-ahead: after a read the idle drive keeps reading the following
-//! sectors into a buffer segment; a later read inside the data already read
-//! completes from the buffer without positioning.
+//! sectors into a buffer segment (followed track by track, with the same
+//! skews). A read inside the data already read completes from the buffer
+//! without positioning; a read that starts inside it goes on from where the
+//! look-ahead is, without losing a revolution.
 
 use super::{Device, DeviceCmd, DeviceOut, Profile, QueueLimits, Submit};
 use crate::block::request::{Op, RqId};

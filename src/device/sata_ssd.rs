@@ -23,6 +23,8 @@
 //! die is busy reading the copy (host reads there wait for one page read)
 //! and erasing (host reads there wait for the erase). When the program path
 //! has been idle, background GC refills the free pool to `gc_idle_blocks`.
+//! The counters know the fill, not the write pattern: on a preconditioned
+//! drive sequential writes pay the same GC cost as random ones.
 
 use super::{Device, DeviceCmd, DeviceOut, Profile, QueueLimits, Submit};
 use crate::block::request::Op;
