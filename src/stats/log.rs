@@ -194,6 +194,10 @@ impl JobLogs {
         {
             return Ok(None);
         }
+        if let Some(dir) = &spec.log_dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create log directory {}: {e}", dir.display()))?;
+        }
         let truncate = spec.per_job_logs;
         let file = |prefix: &Option<String>, kind: &str| -> Result<Option<LogFile>, String> {
             prefix
