@@ -71,8 +71,11 @@ OPTIONS:
     --max-runtime DURATION  cap every job's simulated time (e.g. 30s, 500ms, 2m)
     --switch TIME=NAME      switch the scheduler at TIME (freeze, drain, switch);
                             repeatable, e.g. --switch 30s=mq-deadline
-    --output-format FMT     normal (default), json, or both as normal,json
+    --output-format FMT     normal (default), json, json+, terse (fio's terse v3), or
+                            several comma-separated (normal,json), printed in fio's order
     --output FILE           write the report to FILE instead of stdout
+    --log-dir DIR           write fio's job logs (write_lat_log, write_bw_log,
+                            write_iops_log) into DIR instead of the current directory
     --no-progress           never show the progress bar (it shows on a terminal
                             for runs longer than a second)
     -h, --help              this help
@@ -124,6 +127,8 @@ pub struct RunOptions {
     pub switches: Vec<(Ns, String)>,
     pub formats: Vec<String>,
     pub output: Option<String>,
+    /// Directory for job log files (`--log-dir`).
+    pub log_dir: Option<String>,
     pub progress: bool,
     pub help: bool,
     /// Everything else: job files and fio options, in order.
@@ -142,6 +147,7 @@ impl Default for RunOptions {
             switches: Vec::new(),
             formats: vec!["normal".into()],
             output: None,
+            log_dir: None,
             progress: true,
             help: false,
             fio_args: Vec::new(),
@@ -177,6 +183,7 @@ pub fn parse_run_args(args: &[String]) -> Result<RunOptions, CliError> {
                 | "switch"
                 | "output-format"
                 | "output"
+                | "log-dir"
         );
         if !takes_value {
             match name {
@@ -236,10 +243,10 @@ pub fn parse_run_args(args: &[String]) -> Result<RunOptions, CliError> {
                 let mut f = Vec::new();
                 for part in value.split(',') {
                     match part.trim() {
-                        "normal" | "json" => f.push(part.trim().to_string()),
+                        "normal" | "json" | "json+" | "terse" => f.push(part.trim().to_string()),
                         other => {
                             return Err(bad(format!(
-                                "--output-format: unknown format '{other}' (normal, json, or both comma-separated)"
+                                "--output-format: unknown format '{other}' (normal, json, json+, terse, or several comma-separated)"
                             )))
                         }
                     }
@@ -247,6 +254,7 @@ pub fn parse_run_args(args: &[String]) -> Result<RunOptions, CliError> {
                 o.formats = f;
             }
             "output" => o.output = Some(value),
+            "log-dir" => o.log_dir = Some(value),
             _ => unreachable!("listed above"),
         }
         i += 1;
@@ -388,7 +396,12 @@ pub fn cmd_run(args: &[String]) -> Result<(), CliError> {
         print!("{RUN_HELP}");
         return Ok(());
     }
-    let jf = load_jobs(&o)?;
+    let mut jf = load_jobs(&o)?;
+    if let Some(dir) = &o.log_dir {
+        for j in &mut jf.jobs {
+            j.log_dir = Some(dir.into());
+        }
+    }
     let cfg = sim_config(&o)?;
     notices(&jf);
     if jf
@@ -412,17 +425,25 @@ pub fn cmd_run(args: &[String]) -> Result<(), CliError> {
     if showed_progress {
         finish_progress();
     }
+    // fio prints its formats in a fixed order, whatever the order given:
+    // the job lines of normal output first (fio prints them before the
+    // run), then terse, then json (json+ when asked, which includes json),
+    // then the normal results.
+    let has = |f: &str| o.formats.iter().any(|x| x == f);
     let mut out = String::new();
-    for f in &o.formats {
-        match f.as_str() {
-            "json" => {
-                out.push_str(&report::fio_json::to_string(&rep));
-                if !out.ends_with('\n') {
-                    out.push('\n');
-                }
-            }
-            _ => out.push_str(&report::fio_text::render(&rep)),
-        }
+    if has("normal") {
+        out.push_str(&report::fio_text::render_preamble(&rep));
+    }
+    if has("terse") {
+        out.push_str(&report::fio_terse::render(&rep));
+    }
+    if has("json+") {
+        out.push_str(&report::fio_json::to_string_plus(&rep));
+    } else if has("json") {
+        out.push_str(&report::fio_json::to_string(&rep));
+    }
+    if has("normal") {
+        out.push_str(&report::fio_text::render(&rep));
     }
     match &o.output {
         Some(path) => {

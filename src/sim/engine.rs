@@ -66,6 +66,8 @@ enum Phase {
 struct IoU {
     ddir: Option<Ddir>,
     len: u64,
+    /// Device byte offset (job logs with log_offset=1).
+    offset: u64,
     start: Ns,
     issue: Ns,
     pieces_left: u32,
@@ -225,7 +227,11 @@ impl Simulation {
             let (lo, hi) = spec.startdelay;
             let delay = if hi > lo { rng.gen_range(lo..=hi) } else { lo };
             jobs.push(Job {
-                stats: JobStats::new(spec),
+                stats: if modelled {
+                    JobStats::with_logs(spec).map_err(|e| format!("job '{}': {e}", spec.name))?
+                } else {
+                    JobStats::new(spec)
+                },
                 spec: spec.clone(),
                 gen,
                 rate,
@@ -567,6 +573,7 @@ impl Simulation {
                 job.ious[slot as usize] = IoU {
                     ddir: None,
                     len: 0,
+                    offset: 0,
                     start: now,
                     issue: now,
                     pieces_left: 1,
@@ -599,6 +606,7 @@ impl Simulation {
             job.ious[slot as usize] = IoU {
                 ddir: Some(io.ddir),
                 len: io.len,
+                offset: io.offset,
                 start: now,
                 issue: now,
                 pieces_left: 0,
@@ -636,6 +644,7 @@ impl Simulation {
         job.ious[slot as usize] = IoU {
             ddir: None,
             len: 0,
+            offset: 0,
             start: now,
             issue: now,
             pieces_left: 1,
@@ -801,7 +810,8 @@ impl Simulation {
                         } else {
                             (Some(slat), clat)
                         };
-                        job.stats.record_io(d, iou.len, slat, clat, lat, reaped);
+                        job.stats
+                            .record_io_at(d, iou.offset, iou.len, slat, clat, lat, reaped);
                     }
                     None => job.stats.record_sync(lat),
                 }
