@@ -442,12 +442,10 @@ impl Simulation {
     /// Deliver completions and wake-ups, then step the jobs that can act.
     fn settle(&mut self) {
         loop {
-            // bio_done never adds completions, so an index walk is safe.
-            for i in 0..self.done.len() {
-                let d = self.done[i];
-                self.bio_done(d);
-            }
-            self.done.clear();
+            // Wake-ups first: a task woken because a tag was freed gets to
+            // retry before the task whose completion freed it (which is
+            // delivered after the completion work anyway), as the kernel
+            // wakes tag waiters from the freeing path.
             for i in 0..self.woken.len() {
                 let pid = self.woken[i];
                 let job = &mut self.jobs[pid as usize];
@@ -457,6 +455,12 @@ impl Simulation {
                 }
             }
             self.woken.clear();
+            // bio_done never adds completions, so an index walk is safe.
+            for i in 0..self.done.len() {
+                let d = self.done[i];
+                self.bio_done(d);
+            }
+            self.done.clear();
             if self.to_step.is_empty() {
                 break;
             }
