@@ -73,6 +73,7 @@ pub mod fio_json;
 pub mod fio_terse;
 pub mod fio_text;
 pub mod numfmt;
+pub mod table;
 
 /// The fio version whose output layout we reproduce (the "fio version" string
 /// itself names elevator).
