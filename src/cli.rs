@@ -39,9 +39,15 @@ USAGE:
     elevator run [OPTIONS] [JOBFILE...] [FIO-OPTIONS...]
     elevator schedulers
     elevator devices [--show NAME]
+    elevator compare JOBFILE --schedulers LIST [RUN-OPTIONS]
+    elevator lab JOBFILE --dev DEV [--schedulers LIST] [--repeat N] [OPTIONS]
+    elevator validate JOBFILE --dev DEV [--profile P] [--repeat N] [OPTIONS]
+    elevator calibrate DEV [-o PROFILE.toml]
+    elevator loop create --size SIZE [--backing tmpfs|disk] | loop remove DEV
     elevator help
 
-Run `elevator run --help` for the options of run.
+Run `elevator run --help` for the options of run, and `elevator COMMAND --help`
+for the others (lab, validate, calibrate and loop need root and fio).
 ";
 
 pub const RUN_HELP: &str = "\
@@ -535,6 +541,11 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             Ok(())
         }
         "devices" => cmd_devices(rest).map(|s| print!("{s}")),
+        "compare" => crate::lab::cli::cmd_compare(rest),
+        "lab" => crate::lab::cli::cmd_lab(rest),
+        "loop" => crate::lab::cli::cmd_loop(rest),
+        "calibrate" => crate::lab::cli::cmd_calibrate(rest),
+        "validate" => crate::lab::cli::cmd_validate(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())

@@ -1,0 +1,949 @@
+//! `elevator calibrate DEV`: short fio probes on a real device, fitted into a
+//! device profile the simulator accepts (`elevator run --device FILE.toml`).
+//!
+//! Probes (scheduler `none`, libaio, direct=1, one job each): 4 KiB random
+//! reads and writes at queue depth 1, 4, 16 and 64; 128 KiB sequential reads
+//! and writes at depth 8; a 70/30 random mix at depth 16.
+//!
+//! The fit runs the simulator itself on the same probe jobs: a first guess
+//! from the measured points (QD1 latency, throughput ceilings), then
+//! parameters are adjusted until simulated and measured points agree as well
+//! as the model allows. Both the `nvme` and the `ram` model are fitted; the
+//! one with the smaller mean error is written. Whatever the model cannot
+//! express stays visible in the per-probe error table.
+
+use super::device::BlockDev;
+use super::runner::prepare_device;
+use super::validate::{simulate_with, SimSettings};
+use super::{fio, median, signal, TempDir};
+use crate::device::nvme::NvmeParams;
+use crate::device::ram::RamParams;
+use crate::device::{Profile, QueueLimits};
+use crate::job::{self, Ddir};
+use crate::report::table::{group_rows, num};
+use crate::sim::time::{Ns, NS_PER_MS, NS_PER_SEC};
+use std::fmt::Write;
+use std::path::Path;
+use std::time::Duration;
+
+/// One probe job.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Probe {
+    pub name: &'static str,
+    pub rw: &'static str,
+    pub bs: u64,
+    pub qd: u32,
+    /// rwmixread for mixed probes.
+    pub mix_read: Option<u32>,
+}
+
+pub const PROBES: &[Probe] = &[
+    Probe {
+        name: "randread-qd1",
+        rw: "randread",
+        bs: 4096,
+        qd: 1,
+        mix_read: None,
+    },
+    Probe {
+        name: "randread-qd4",
+        rw: "randread",
+        bs: 4096,
+        qd: 4,
+        mix_read: None,
+    },
+    Probe {
+        name: "randread-qd16",
+        rw: "randread",
+        bs: 4096,
+        qd: 16,
+        mix_read: None,
+    },
+    Probe {
+        name: "randread-qd64",
+        rw: "randread",
+        bs: 4096,
+        qd: 64,
+        mix_read: None,
+    },
+    Probe {
+        name: "randwrite-qd1",
+        rw: "randwrite",
+        bs: 4096,
+        qd: 1,
+        mix_read: None,
+    },
+    Probe {
+        name: "randwrite-qd4",
+        rw: "randwrite",
+        bs: 4096,
+        qd: 4,
+        mix_read: None,
+    },
+    Probe {
+        name: "randwrite-qd16",
+        rw: "randwrite",
+        bs: 4096,
+        qd: 16,
+        mix_read: None,
+    },
+    Probe {
+        name: "randwrite-qd64",
+        rw: "randwrite",
+        bs: 4096,
+        qd: 64,
+        mix_read: None,
+    },
+    Probe {
+        name: "seqread-128k",
+        rw: "read",
+        bs: 131072,
+        qd: 8,
+        mix_read: None,
+    },
+    Probe {
+        name: "seqwrite-128k",
+        rw: "write",
+        bs: 131072,
+        qd: 8,
+        mix_read: None,
+    },
+    Probe {
+        name: "mix70-qd16",
+        rw: "randrw",
+        bs: 4096,
+        qd: 16,
+        mix_read: Some(70),
+    },
+];
+
+impl Probe {
+    /// The fio job text of this probe.
+    pub fn job(&self, filename: &str, runtime: Ns) -> String {
+        let mut s = format!(
+            "[global]\nfilename={filename}\ndirect=1\nioengine=libaio\ntime_based=1\nruntime={}ms\n[{}]\nrw={}\nbs={}\niodepth={}\n",
+            (runtime / NS_PER_MS).max(1),
+            self.name,
+            self.rw,
+            self.bs,
+            self.qd
+        );
+        if let Some(m) = self.mix_read {
+            let _ = writeln!(s, "rwmixread={m}");
+        }
+        s
+    }
+}
+
+/// Numbers of one direction of a probe.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DirPoint {
+    pub iops: f64,
+    /// Mean total latency, us.
+    pub lat_us: f64,
+    pub p99_us: f64,
+    pub bw_bytes: f64,
+}
+
+/// Read and write numbers of a probe.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Point {
+    pub read: Option<DirPoint>,
+    pub write: Option<DirPoint>,
+}
+
+impl Point {
+    pub fn of(report: &crate::report::RunReport) -> Point {
+        let mut p = Point::default();
+        for r in group_rows(report) {
+            let d = DirPoint {
+                iops: r.iops,
+                lat_us: r.lat_mean_us,
+                p99_us: r.p99_us,
+                bw_bytes: r.bw_kib * 1024.0,
+            };
+            match r.dir {
+                Ddir::Read => p.read = Some(d),
+                Ddir::Write => p.write = Some(d),
+                Ddir::Trim => {}
+            }
+        }
+        p
+    }
+
+    fn dirs(&self) -> [(Ddir, Option<DirPoint>); 2] {
+        [(Ddir::Read, self.read), (Ddir::Write, self.write)]
+    }
+
+    /// The direction a single-direction probe measures.
+    fn main(&self) -> DirPoint {
+        self.read.or(self.write).unwrap_or_default()
+    }
+}
+
+/// Median of the points of several passes.
+fn median_point(v: &[Point]) -> Point {
+    let pick = |f: &dyn Fn(&Point) -> Option<DirPoint>| -> Option<DirPoint> {
+        let ds: Vec<DirPoint> = v.iter().filter_map(f).collect();
+        if ds.is_empty() {
+            return None;
+        }
+        let m = |g: &dyn Fn(&DirPoint) -> f64| median(&ds.iter().map(g).collect::<Vec<_>>());
+        Some(DirPoint {
+            iops: m(&|d| d.iops),
+            lat_us: m(&|d| d.lat_us),
+            p99_us: m(&|d| d.p99_us),
+            bw_bytes: m(&|d| d.bw_bytes),
+        })
+    };
+    Point {
+        read: pick(&|p| p.read),
+        write: pick(&|p| p.write),
+    }
+}
+
+/// Mean absolute relative error of IOPS and mean latency over all probes.
+pub fn objective(measured: &[Point], simulated: &[Point]) -> f64 {
+    let mut sum = 0.0;
+    let mut n = 0usize;
+    for (m, s) in measured.iter().zip(simulated) {
+        for ((_, md), (_, sd)) in m.dirs().iter().zip(s.dirs().iter()) {
+            if let Some(md) = md {
+                let sd = sd.unwrap_or_default();
+                sum += rel_err(sd.iops, md.iops) + rel_err(sd.lat_us, md.lat_us);
+                n += 2;
+            }
+        }
+    }
+    if n == 0 {
+        f64::INFINITY
+    } else {
+        sum / n as f64
+    }
+}
+
+/// |sim/meas − 1|; a missing simulated value counts as 100%.
+pub fn rel_err(sim: f64, meas: f64) -> f64 {
+    if meas <= 0.0 || !meas.is_finite() {
+        return 0.0;
+    }
+    if !sim.is_finite() {
+        return 1.0;
+    }
+    (sim / meas - 1.0).abs()
+}
+
+/// Device facts the profile takes from sysfs.
+pub fn queue_limits(bd: &BlockDev) -> Result<QueueLimits, String> {
+    let q = bd.queue();
+    let num = |attr: &str, default: u64| -> u64 {
+        q.read(attr)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(default)
+    };
+    let hwq = std::fs::read_dir(bd.sys.join("mq"))
+        .map(|rd| rd.flatten().count() as u32)
+        .unwrap_or(1)
+        .max(1);
+    let tags = std::fs::read_to_string(bd.sys.join("mq/0/nr_tags"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(num("nr_requests", 128) as u32);
+    Ok(QueueLimits {
+        capacity: bd.size_bytes()?,
+        logical_block_size: num("logical_block_size", 512) as u32,
+        nr_hw_queues: hwq,
+        queue_depth: tags.max(1),
+        rotational: num("rotational", 0) == 1,
+        write_cache: q
+            .read("write_cache")
+            .is_ok_and(|s| s.trim() == "write back"),
+        max_hw_sectors_kb: num("max_hw_sectors_kb", 1280).max(4) as u32,
+        max_segments: num("max_segments", 128) as u32,
+        budget: false,
+    })
+}
+
+/// The model parameters being fitted.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Params {
+    Nvme(NvmeParams),
+    Ram(RamParams),
+}
+
+impl Params {
+    pub fn model(&self) -> &'static str {
+        match self {
+            Params::Nvme(_) => "nvme",
+            Params::Ram(_) => "ram",
+        }
+    }
+}
+
+/// A fitted profile and how well it fits.
+#[derive(Clone, Debug)]
+pub struct Fit {
+    pub params: Params,
+    pub queue: QueueLimits,
+    pub simulated: Vec<Point>,
+    pub error: f64,
+}
+
+/// Measured probes of a device.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub device: String,
+    pub backing: Option<String>,
+    pub fio_version: String,
+    pub probe_time: Ns,
+    pub passes: usize,
+    pub queue: QueueLimits,
+    pub points: Vec<Point>,
+}
+
+/// Profile struct for simulation from limits and parameters.
+pub fn profile(name: &str, queue: &QueueLimits, params: &Params) -> Profile {
+    Profile {
+        name: name.to_string(),
+        model: params.model().to_string(),
+        description: String::new(),
+        queue: queue.clone(),
+        ram: match params {
+            Params::Ram(r) => Some(r.clone()),
+            _ => None,
+        },
+        nvme: match params {
+            Params::Nvme(n) => Some(n.clone()),
+            _ => None,
+        },
+        ..crate::device::load_profile("ram").expect("built-in profile")
+    }
+}
+
+/// Everything the fit loop needs to simulate the probes.
+pub struct Fitter {
+    pub queue: QueueLimits,
+    pub measured: Vec<Point>,
+    /// Simulated time per probe.
+    pub sim_time: Ns,
+    pub cpus: usize,
+    pub evaluations: usize,
+}
+
+impl Fitter {
+    fn simulate_probe(&mut self, params: &Params, p: &Probe) -> Point {
+        self.evaluations += 1;
+        let text = p.job("/dev/calibrate", self.sim_time);
+        let Ok(jf) = job::parse_str(&text, p.name, Path::new("."), &|_| None) else {
+            return Point::default();
+        };
+        let s = SimSettings {
+            profile: profile("fit", &self.queue, params),
+            sets: Vec::new(),
+            max_runtime: None,
+            cpus: self.cpus,
+        };
+        match simulate_with(&jf, "none", &s) {
+            Ok(r) => Point::of(&r),
+            Err(_) => Point::default(),
+        }
+    }
+
+    pub fn simulate_all(&mut self, params: &Params) -> Vec<Point> {
+        PROBES
+            .iter()
+            .map(|p| self.simulate_probe(params, p))
+            .collect()
+    }
+
+    fn eval(&mut self, params: &Params) -> (f64, Vec<Point>) {
+        let sim = self.simulate_all(params);
+        (objective(&self.measured, &sim), sim)
+    }
+
+    fn m(&self, name: &str) -> DirPoint {
+        let i = PROBES.iter().position(|p| p.name == name).expect("probe");
+        self.measured[i].main()
+    }
+
+    fn s(&mut self, params: &Params, name: &str) -> DirPoint {
+        let p = *PROBES.iter().find(|p| p.name == name).expect("probe");
+        self.simulate_probe(params, &p).main()
+    }
+
+    /// Shift the per-command latencies until QD1 latencies match.
+    fn tune_latency(&mut self, params: &mut Params) {
+        for _ in 0..3 {
+            let (mr, mw) = (self.m("randread-qd1"), self.m("randwrite-qd1"));
+            let sr = self.s(params, "randread-qd1");
+            match params {
+                Params::Nvme(n) => {
+                    let sw = self.s(&Params::Nvme(n.clone()), "randwrite-qd1");
+                    n.read_ns = shift(n.read_ns, mr.lat_us - sr.lat_us);
+                    n.write_ns = shift(n.write_ns, mw.lat_us - sw.lat_us);
+                }
+                Params::Ram(r) => {
+                    // One latency for both directions: aim at the average.
+                    let sw = self.s(&Params::Ram(r.clone()), "randwrite-qd1");
+                    let d = ((mr.lat_us - sr.lat_us) + (mw.lat_us - sw.lat_us)) / 2.0;
+                    r.latency_ns = shift(r.latency_ns, d);
+                }
+            }
+        }
+    }
+
+    /// Fit the nvme model.
+    pub fn fit_nvme(&mut self) -> Fit {
+        let rr1 = self.m("randread-qd1");
+        let rw1 = self.m("randwrite-qd1");
+        let max_r = self
+            .m("randread-qd64")
+            .iops
+            .max(self.m("randread-qd16").iops);
+        let max_w = self
+            .m("randwrite-qd64")
+            .iops
+            .max(self.m("randwrite-qd16").iops);
+        let seq_r = self.m("seqread-128k").bw_bytes.max(max_r * 4096.0);
+        let seq_w = self.m("seqwrite-128k").bw_bytes.max(max_w * 4096.0);
+        let c_r = 1e9 / max_r.max(1.0);
+        let c_w = 1e9 / max_w.max(1.0);
+        // Jitter from the QD1 read tail: Exp(1) has p99 = 4.6 x mean.
+        let ratio = if rr1.lat_us > 0.0 {
+            rr1.p99_us / rr1.lat_us
+        } else {
+            1.0
+        };
+        let jitter = ((ratio - 1.0) / 3.6).clamp(0.0, 1.0);
+        let base = NvmeParams {
+            units: 64,
+            read_ns: (rr1.lat_us * 500.0) as Ns,
+            unit_bandwidth: (seq_r as u64).max(1),
+            controller_ns: c_r as Ns,
+            link_read_bandwidth: (seq_r as u64).max(1),
+            link_write_bandwidth: (seq_w as u64).max(1),
+            write_ns: (rw1.lat_us * 500.0) as Ns,
+            write_buffer: 32 << 20,
+            write_drain_bandwidth: (seq_w as u64).max(1),
+            trim_ns: (rw1.lat_us * 1000.0) as Ns,
+            flush_ns: (rw1.lat_us * 1000.0) as Ns,
+            jitter: (jitter * 1000.0).round() / 1000.0,
+        };
+        let mut best: Option<(f64, NvmeParams, Vec<Point>)> = None;
+        let controllers = [c_r, (c_r * c_w).sqrt(), c_w];
+        for c in controllers {
+            for units in [1u32, 2, 4, 8, 16, 64] {
+                if signal::interrupted().is_some() {
+                    break;
+                }
+                let mut n = base.clone();
+                n.controller_ns = c.round() as Ns;
+                n.units = units;
+                let mut p = Params::Nvme(n);
+                self.tune_latency(&mut p);
+                let (e, sim) = self.eval(&p);
+                if best.as_ref().is_none_or(|(b, _, _)| e < *b) {
+                    let Params::Nvme(n) = p else { unreachable!() };
+                    best = Some((e, n, sim));
+                }
+            }
+        }
+        let (mut err, mut n, mut sim) = best.expect("at least one candidate");
+        // Sequential bandwidths: scale the link (and drain) toward the measured
+        // 128 KiB throughput, keeping a step only when it helps overall.
+        for _ in 0..3 {
+            let (mr, mw) = (self.m("seqread-128k"), self.m("seqwrite-128k"));
+            let (sr, sw) = (
+                self.s(&Params::Nvme(n.clone()), "seqread-128k"),
+                self.s(&Params::Nvme(n.clone()), "seqwrite-128k"),
+            );
+            let mut t = n.clone();
+            if sr.bw_bytes > 0.0 {
+                let f = mr.bw_bytes / sr.bw_bytes;
+                t.link_read_bandwidth = scale(t.link_read_bandwidth, f);
+                t.unit_bandwidth = scale(t.unit_bandwidth, f);
+            }
+            if sw.bw_bytes > 0.0 {
+                let f = mw.bw_bytes / sw.bw_bytes;
+                t.link_write_bandwidth = scale(t.link_write_bandwidth, f);
+                t.write_drain_bandwidth = scale(t.write_drain_bandwidth, f);
+            }
+            let mut p = Params::Nvme(t);
+            self.tune_latency(&mut p);
+            let (e, s) = self.eval(&p);
+            if e < err {
+                let Params::Nvme(t) = p else { unreachable!() };
+                (err, n, sim) = (e, t, s);
+            } else {
+                break;
+            }
+        }
+        Fit {
+            params: Params::Nvme(n),
+            queue: self.queue.clone(),
+            simulated: sim,
+            error: err,
+        }
+    }
+
+    /// Fit the ram model: one latency, one copy bandwidth.
+    pub fn fit_ram(&mut self) -> Fit {
+        let rr1 = self.m("randread-qd1");
+        let cands = [
+            self.m("randread-qd64").iops * 4096.0,
+            self.m("randwrite-qd64").iops * 4096.0,
+            self.m("seqread-128k").bw_bytes,
+            self.m("seqwrite-128k").bw_bytes,
+            self.m("mix70-qd16").bw_bytes
+                + PROBES
+                    .iter()
+                    .position(|p| p.name == "mix70-qd16")
+                    .and_then(|i| self.measured[i].write)
+                    .map_or(0.0, |w| w.bw_bytes),
+        ];
+        let mut best: Option<(f64, RamParams, Vec<Point>)> = None;
+        for b in cands {
+            if b <= 0.0 || signal::interrupted().is_some() {
+                continue;
+            }
+            let mut p = Params::Ram(RamParams {
+                latency_ns: (rr1.lat_us * 1000.0) as Ns,
+                bandwidth: b as u64,
+            });
+            self.tune_latency(&mut p);
+            let (e, sim) = self.eval(&p);
+            if best.as_ref().is_none_or(|(x, _, _)| e < *x) {
+                let Params::Ram(r) = p else { unreachable!() };
+                best = Some((e, r, sim));
+            }
+        }
+        let (error, r, simulated) = best.unwrap_or_else(|| {
+            (
+                f64::INFINITY,
+                RamParams {
+                    latency_ns: 1000,
+                    bandwidth: 1_000_000_000,
+                },
+                Vec::new(),
+            )
+        });
+        Fit {
+            params: Params::Ram(r),
+            queue: self.queue.clone(),
+            simulated,
+            error,
+        }
+    }
+}
+
+fn shift(v: Ns, delta_us: f64) -> Ns {
+    ((v as f64 + delta_us * 1000.0).max(0.0)).round() as Ns
+}
+
+fn scale(v: u64, f: f64) -> u64 {
+    if !f.is_finite() || f <= 0.0 {
+        return v;
+    }
+    ((v as f64 * f).round() as u64).max(1)
+}
+
+/// Run the probes on the device (scheduler `none`, restored afterwards).
+pub fn measure(
+    dev: &str,
+    force: bool,
+    probe_time: Ns,
+    passes: usize,
+    verbose: bool,
+) -> Result<Measured, String> {
+    let (bd, fio_path, fio_version) = prepare_device(dev, force)?;
+    let q = bd.queue();
+    let queue = queue_limits(&bd)?;
+    let backing = std::fs::read_to_string(bd.sys.join("loop/backing_file"))
+        .ok()
+        .map(|s| s.trim().to_string());
+    signal::install();
+    let mut guard = super::device::QueueGuard::new(q.clone(), &[]);
+    let work = TempDir::new("elevator-calibrate")?;
+    let devpath = bd.path.display().to_string();
+    let outcome = (|| -> Result<Vec<Point>, String> {
+        if q.schedulers().is_some() {
+            q.set_scheduler("none")?;
+        }
+        let mut all: Vec<Vec<Point>> = vec![Vec::new(); PROBES.len()];
+        let total = passes * PROBES.len();
+        let mut k = 0;
+        for pass in 1..=passes {
+            for (i, p) in PROBES.iter().enumerate() {
+                if let Some(sig) = signal::interrupted() {
+                    return Err(format!("interrupted by signal {sig}"));
+                }
+                k += 1;
+                let job = work.path().join(format!("{}.fio", p.name));
+                std::fs::write(&job, p.job(&devpath, probe_time))
+                    .map_err(|e| format!("{}: {e}", job.display()))?;
+                std::thread::sleep(Duration::from_millis(100));
+                let r = fio::run(&fio_path, &job, work.path())
+                    .map_err(|e| format!("probe {}: {e}", p.name))?;
+                let rep = fio::parse_json(&r.json, None)?;
+                let pt = Point::of(&rep);
+                if verbose {
+                    let d = pt.main();
+                    eprintln!(
+                        "calibrate: [{k}/{total}] pass {pass} {:<15} {:>9} IOPS  {:>8} us mean  {:>8} us p99",
+                        p.name,
+                        num(d.iops),
+                        num(d.lat_us),
+                        num(d.p99_us)
+                    );
+                }
+                all[i].push(pt);
+            }
+        }
+        Ok(all.iter().map(|v| median_point(v)).collect())
+    })();
+    let problems = guard.restore();
+    for p in &problems {
+        eprintln!("elevator: warning: {p}");
+    }
+    let points = outcome?;
+    Ok(Measured {
+        device: devpath,
+        backing,
+        fio_version,
+        probe_time,
+        passes,
+        queue,
+        points,
+    })
+}
+
+/// Fit both models to measured probes; the better one first.
+pub fn fit(m: &Measured, cpus: usize, sim_time: Ns) -> (Fit, Fit, usize) {
+    let mut f = Fitter {
+        queue: m.queue.clone(),
+        measured: m.points.clone(),
+        sim_time,
+        cpus,
+        evaluations: 0,
+    };
+    let nvme = f.fit_nvme();
+    let ram = f.fit_ram();
+    if nvme.error <= ram.error {
+        (nvme, ram, f.evaluations)
+    } else {
+        (ram, nvme, f.evaluations)
+    }
+}
+
+fn pct(sim: f64, meas: f64) -> String {
+    if meas <= 0.0 || !sim.is_finite() || !meas.is_finite() {
+        return "-".into();
+    }
+    format!("{:+.1}%", (sim / meas - 1.0) * 100.0)
+}
+
+/// Per-probe table: measured vs fitted, with the error.
+pub fn error_table(m: &Measured, fit: &Fit) -> String {
+    let mut rows = vec![vec![
+        "probe".to_string(),
+        "dir".into(),
+        "meas IOPS".into(),
+        "fit IOPS".into(),
+        "err".into(),
+        "meas lat us".into(),
+        "fit lat us".into(),
+        "err".into(),
+        "meas p99 us".into(),
+        "fit p99 us".into(),
+        "err".into(),
+    ]];
+    for (i, p) in PROBES.iter().enumerate() {
+        let sim = fit.simulated.get(i).copied().unwrap_or_default();
+        for ((d, md), (_, sd)) in m.points[i].dirs().iter().zip(sim.dirs().iter()) {
+            let Some(md) = md else { continue };
+            let sd = sd.unwrap_or(DirPoint {
+                iops: f64::NAN,
+                lat_us: f64::NAN,
+                p99_us: f64::NAN,
+                bw_bytes: f64::NAN,
+            });
+            rows.push(vec![
+                p.name.to_string(),
+                crate::report::table::dir_name(*d).to_string(),
+                num(md.iops),
+                num(sd.iops),
+                pct(sd.iops, md.iops),
+                num(md.lat_us),
+                num(sd.lat_us),
+                pct(sd.lat_us, md.lat_us),
+                num(md.p99_us),
+                num(sd.p99_us),
+                pct(sd.p99_us, md.p99_us),
+            ]);
+        }
+    }
+    crate::report::table::align(&rows, 2)
+}
+
+/// The documented profile TOML.
+pub fn profile_toml(m: &Measured, fit: &Fit, other: &Fit, name: &str) -> String {
+    let q = &fit.queue;
+    let disk = m.device.rsplit('/').next().unwrap_or(&m.device);
+    let mut s = String::new();
+    let _ = writeln!(s, "# elevator device profile: {name}");
+    let _ = writeln!(
+        s,
+        "# Calibrated from {} by `elevator calibrate` ({}, scheduler none, libaio, direct=1,",
+        m.device, m.fio_version
+    );
+    let _ = writeln!(
+        s,
+        "# {} ms per probe, median of {} pass(es)).{}",
+        m.probe_time / NS_PER_MS,
+        m.passes,
+        m.backing
+            .as_ref()
+            .map(|b| format!(" Backing file: {b}."))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        s,
+        "# Model: {} (mean |error| of IOPS and mean latency over the probes {:.1}%; the {} model fits to {:.1}%).",
+        fit.params.model(),
+        fit.error * 100.0,
+        other.params.model(),
+        other.error * 100.0
+    );
+    s.push_str("# Measured points and what the fitted profile gives in simulation:\n#\n");
+    for line in error_table(m, fit).lines() {
+        let _ = writeln!(s, "#   {line}");
+    }
+    s.push_str("#\n# Run-to-run noise on these machines is 12-16% (see real-kernel-lab.md);\n");
+    s.push_str("# calibrate with --repeat for medians over several passes.\n");
+    let _ = writeln!(s, "name = \"{name}\"");
+    let _ = writeln!(s, "model = \"{}\"", fit.params.model());
+    let _ = writeln!(
+        s,
+        "description = \"{disk} calibrated: {} model fitted to {} fio probes ({:.1}% mean error)\"",
+        fit.params.model(),
+        PROBES.len(),
+        fit.error * 100.0
+    );
+    s.push_str("\n[queue]\n");
+    let _ = writeln!(
+        s,
+        "capacity = {}            # bytes (/sys/block/{disk}/size x 512)",
+        q.capacity
+    );
+    let _ = writeln!(
+        s,
+        "logical_block_size = {}      # bytes (queue/logical_block_size)",
+        q.logical_block_size
+    );
+    let _ = writeln!(
+        s,
+        "nr_hw_queues = {}              # /sys/block/{disk}/mq/*",
+        q.nr_hw_queues
+    );
+    let _ = writeln!(
+        s,
+        "queue_depth = {}             # mq/0/nr_tags",
+        q.queue_depth
+    );
+    let _ = writeln!(
+        s,
+        "rotational = {}           # queue/rotational",
+        q.rotational
+    );
+    let _ = writeln!(
+        s,
+        "write_cache = {}           # queue/write_cache (true = \"write back\")",
+        q.write_cache
+    );
+    let _ = writeln!(
+        s,
+        "max_hw_sectors_kb = {}      # queue/max_hw_sectors_kb",
+        q.max_hw_sectors_kb
+    );
+    let _ = writeln!(
+        s,
+        "max_segments = {}            # queue/max_segments",
+        q.max_segments
+    );
+    match &fit.params {
+        Params::Nvme(n) => {
+            s.push_str("\n[nvme]\n");
+            let _ = writeln!(s, "units = {}                   # parallel units: fitted to how throughput rises from QD1 to QD16", n.units);
+            let _ = writeln!(s, "read_ns = {}               # ns per read on a unit: QD1 4 KiB read latency minus the simulated path", n.read_ns);
+            let _ = writeln!(
+                s,
+                "unit_bandwidth = {}   # bytes/s per unit: scaled with the 128 KiB sequential read",
+                n.unit_bandwidth
+            );
+            let _ = writeln!(s, "controller_ns = {}          # ns per command, serialised: the 4 KiB IOPS ceiling (QD64)", n.controller_ns);
+            let _ = writeln!(
+                s,
+                "link_read_bandwidth = {}   # bytes/s: 128 KiB sequential read throughput",
+                n.link_read_bandwidth
+            );
+            let _ = writeln!(
+                s,
+                "link_write_bandwidth = {}  # bytes/s: 128 KiB sequential write throughput",
+                n.link_write_bandwidth
+            );
+            let _ = writeln!(s, "write_ns = {}              # ns per write: QD1 4 KiB write latency minus the simulated path", n.write_ns);
+            let _ = writeln!(
+                s,
+                "write_buffer = {}       # bytes (not probed; 32 MiB)",
+                n.write_buffer
+            );
+            let _ = writeln!(s, "write_drain_bandwidth = {} # bytes/s: sustained write rate (128 KiB sequential write)", n.write_drain_bandwidth);
+            let _ = writeln!(
+                s,
+                "trim_ns = {}               # ns (not probed: one QD1 write latency)",
+                n.trim_ns
+            );
+            let _ = writeln!(
+                s,
+                "flush_ns = {}              # ns (not probed: one QD1 write latency)",
+                n.flush_ns
+            );
+            let _ = writeln!(s, "jitter = {:.3}               # exponential share of service time, from p99/mean of QD1 reads", n.jitter);
+        }
+        Params::Ram(r) => {
+            s.push_str("\n[ram]\n");
+            let _ = writeln!(s, "latency_ns = {}            # ns per command: QD1 4 KiB latency minus the simulated path", r.latency_ns);
+            let _ = writeln!(s, "bandwidth = {}         # bytes/s per hardware queue: the throughput ceiling that fits best", r.bandwidth);
+        }
+    }
+    s
+}
+
+/// Measure, fit, and return (profile TOML, human report).
+pub fn calibrate(
+    dev: &str,
+    force: bool,
+    probe_time: Ns,
+    passes: usize,
+    cpus: usize,
+    verbose: bool,
+) -> Result<(String, String), String> {
+    let busy = super::runner::busy_note();
+    let m = measure(dev, force, probe_time, passes, verbose)?;
+    if verbose {
+        eprintln!("calibrate: fitting the nvme and ram models (simulating the probes) ...");
+    }
+    let t0 = std::time::Instant::now();
+    let (best, other, evals) = fit(&m, cpus, probe_time.min(NS_PER_SEC / 4));
+    let disk = m.device.rsplit('/').next().unwrap_or("dev").to_string();
+    let name = format!("calibrated-{disk}");
+    let toml = profile_toml(&m, &best, &other, &name);
+    // The profile must load exactly as `elevator run --device FILE` loads it.
+    let tmp = TempDir::new("elevator-profile-check")?;
+    let p = tmp.path().join("profile.toml");
+    std::fs::write(&p, &toml).map_err(|e| format!("{}: {e}", p.display()))?;
+    crate::device::load_profile(&p.display().to_string())
+        .map_err(|e| format!("internal error: the calibrated profile does not load: {e}"))?;
+    let mut report = String::new();
+    let _ = writeln!(
+        report,
+        "calibrated {} ({} probes x {} ms, {} pass(es)); fit: {} simulations in {:.1} s",
+        m.device,
+        PROBES.len(),
+        m.probe_time / NS_PER_MS,
+        m.passes,
+        evals,
+        t0.elapsed().as_secs_f64()
+    );
+    let _ = writeln!(
+        report,
+        "model {}: mean |error| {:.1}% (IOPS and mean latency); model {}: {:.1}%",
+        best.params.model(),
+        best.error * 100.0,
+        other.params.model(),
+        other.error * 100.0
+    );
+    report.push_str(&error_table(&m, &best));
+    if let Some(b) = busy {
+        let _ = writeln!(report, "note: {b}");
+    }
+    Ok((toml, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_jobs_parse() {
+        for p in PROBES {
+            let text = p.job("/dev/x", 1500 * NS_PER_MS);
+            let jf = job::parse_str(&text, p.name, Path::new("."), &|_| None).unwrap();
+            assert_eq!(jf.jobs.len(), 1);
+            assert_eq!(jf.jobs[0].iodepth, p.qd);
+            assert_eq!(jf.jobs[0].runtime, Some(1500 * NS_PER_MS));
+        }
+    }
+
+    fn fake_limits() -> QueueLimits {
+        QueueLimits {
+            capacity: 1 << 30,
+            logical_block_size: 512,
+            nr_hw_queues: 1,
+            queue_depth: 128,
+            rotational: false,
+            write_cache: true,
+            max_hw_sectors_kb: 1280,
+            max_segments: 128,
+            budget: false,
+        }
+    }
+
+    /// A device that is exactly an nvme profile is recovered closely.
+    #[test]
+    fn fit_recovers_a_simulated_device() {
+        let truth = NvmeParams {
+            units: 8,
+            read_ns: 20_000,
+            unit_bandwidth: 4_000_000_000,
+            controller_ns: 5_000,
+            link_read_bandwidth: 4_000_000_000,
+            link_write_bandwidth: 3_000_000_000,
+            write_ns: 15_000,
+            write_buffer: 32 << 20,
+            write_drain_bandwidth: 3_000_000_000,
+            trim_ns: 15_000,
+            flush_ns: 15_000,
+            jitter: 0.1,
+        };
+        let mut f = Fitter {
+            queue: fake_limits(),
+            measured: Vec::new(),
+            sim_time: 50 * NS_PER_MS,
+            cpus: 2,
+            evaluations: 0,
+        };
+        let measured = f.simulate_all(&Params::Nvme(truth));
+        f.measured = measured.clone();
+        let fit = f.fit_nvme();
+        assert!(fit.error < 0.05, "error {}", fit.error);
+        let m = Measured {
+            device: "/dev/loop9".into(),
+            backing: None,
+            fio_version: "fio-3.33".into(),
+            probe_time: 50 * NS_PER_MS,
+            passes: 1,
+            queue: fake_limits(),
+            points: measured,
+        };
+        let ram = f.fit_ram();
+        let toml = profile_toml(&m, &fit, &ram, "calibrated-loop9");
+        let tmp = TempDir::new("elevator-calib-test").unwrap();
+        let p = tmp.path().join("p.toml");
+        std::fs::write(&p, &toml).unwrap();
+        let prof = crate::device::load_profile(&p.display().to_string()).unwrap();
+        assert_eq!(prof.model, "nvme");
+        assert!(toml.contains("randread-qd64"), "{toml}");
+    }
+}

@@ -1,0 +1,131 @@
+//! The real-device lab: the same fio job files on a real block device with
+//! the kernel's own schedulers, driven through fio, landing in the same
+//! results type ([`crate::report::RunReport`]) as the simulator.
+//!
+//! - [`device`]: which block device, its sysfs `queue/` directory, the
+//!   scheduler and knob state and its restoration, and the refusal of devices
+//!   that are in use (mounted, partitions mounted, holders, swap).
+//! - [`cgroup`]: blkio (v1) or io (v2) groups for jobs that ask for them, with
+//!   the BFQ weight written by us (fio's own `cgroup_weight=` fails under BFQ).
+//! - [`jobfile`]: the job file rewritten for fio (device, cgroups, runtime cap).
+//! - [`fio`]: finding and running fio, and reading its JSON into a `RunReport`.
+//! - [`runner`]: schedulers × rounds, interleaved, with everything restored
+//!   afterwards (also on error and on Ctrl-C, see [`signal`]).
+//! - [`loopdev`]: file-backed loop devices for the lab (`elevator loop`).
+//! - [`calibrate`]: probes fitted into a device profile for the simulator.
+//! - [`validate`]: lab against simulation, per scheduler and group.
+//! - [`cli`]: the `lab`, `loop`, `calibrate`, `validate` and `compare` commands.
+//!
+//! What these machines can measure, and why the lab works this way, is in
+//! `shared/reference/real-kernel-lab.md`.
+
+pub mod calibrate;
+pub mod cgroup;
+pub mod cli;
+pub mod device;
+pub mod fio;
+pub mod jobfile;
+pub mod loopdev;
+pub mod runner;
+pub mod signal;
+pub mod validate;
+
+use std::path::{Path, PathBuf};
+
+/// A private scratch directory under the system temp dir, removed on drop.
+pub struct TempDir {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl TempDir {
+    pub fn new(prefix: &str) -> Result<TempDir, String> {
+        let base = std::env::temp_dir();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        for attempt in 0..100u32 {
+            let p = base.join(format!(
+                "{prefix}-{}-{:08x}",
+                std::process::id(),
+                nanos.wrapping_add(attempt.wrapping_mul(0x9E37_79B9))
+            ));
+            match std::fs::create_dir(&p) {
+                Ok(()) => {
+                    return Ok(TempDir {
+                        path: p,
+                        keep: false,
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(format!("cannot create {}: {e}", p.display())),
+            }
+        }
+        Err(format!(
+            "cannot create a temporary directory in {}",
+            base.display()
+        ))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Leave the directory in place on drop.
+    pub fn keep(&mut self) {
+        self.keep = true;
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Median of a slice (NaN-free input); 0 for an empty slice.
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// Whether this process runs as root (effective uid 0).
+pub fn is_root() -> bool {
+    signal::euid() == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), 0.0);
+        assert_eq!(median(&[3.0]), 3.0);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+
+    #[test]
+    fn temp_dirs_are_unique_and_removed() {
+        let a = TempDir::new("elevator-test").unwrap();
+        let b = TempDir::new("elevator-test").unwrap();
+        assert_ne!(a.path(), b.path());
+        let p = a.path().to_path_buf();
+        std::fs::write(p.join("x"), "y").unwrap();
+        drop(a);
+        assert!(!p.exists());
+    }
+}

@@ -1,0 +1,458 @@
+//! One lab session: a job file on a real device under each scheduler the
+//! kernel offers, `repeat` rounds with the schedulers interleaved inside each
+//! round (A B C D, A B C D, ...), so that slow drift of the machine hits every
+//! scheduler alike and ratios can be paired within a round.
+//!
+//! Before anything is written, the queue's scheduler, knobs and tunables are
+//! snapshotted; afterwards (also after an error, a panic or Ctrl-C) they are
+//! written back and the cgroups the session created are removed.
+
+use super::cgroup::{self, Groups};
+use super::device::{BlockDev, Queue, QueueGuard};
+use super::fio::{self, CpuTimes};
+use super::jobfile::{self, Rewrite};
+use super::{signal, TempDir};
+use crate::job::{self, JobFile};
+use crate::report::RunReport;
+use crate::sched::SCHEDULERS;
+use crate::sim::time::Ns;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Schedulers of older or out-of-tree kernels: never offered by a current
+/// kernel, only simulated.
+pub const SIMULATION_ONLY: &[&str] = &["cfq", "deadline", "noop", "tpps"];
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct LabOptions {
+    pub job: PathBuf,
+    pub dev: String,
+    /// None: every scheduler the device offers.
+    pub schedulers: Option<Vec<String>>,
+    /// `--set KNOB=VALUE`: queue knobs, or `iosched/NAME` tunables (applied
+    /// to each scheduler that has them).
+    pub sets: Vec<(String, String)>,
+    pub max_runtime: Option<Ns>,
+    pub repeat: usize,
+    pub force: bool,
+    /// Pause after switching the scheduler, before fio starts.
+    pub settle: Duration,
+    /// Keep fio's raw JSON of every run here.
+    pub save_json: Option<PathBuf>,
+    /// Progress lines on stderr.
+    pub verbose: bool,
+}
+
+impl LabOptions {
+    pub fn new(job: impl Into<PathBuf>, dev: &str) -> LabOptions {
+        LabOptions {
+            job: job.into(),
+            dev: dev.to_string(),
+            schedulers: None,
+            sets: Vec::new(),
+            max_runtime: None,
+            repeat: 1,
+            force: false,
+            settle: Duration::from_millis(200),
+            save_json: None,
+            verbose: true,
+        }
+    }
+}
+
+/// One fio run.
+#[derive(Clone, Debug)]
+pub struct LabRun {
+    pub scheduler: String,
+    /// 1-based.
+    pub round: usize,
+    pub report: RunReport,
+    /// Whole-machine CPU time during the run.
+    pub cpu: CpuTimes,
+    pub wall_ns: Ns,
+}
+
+impl LabRun {
+    /// Busy CPU per completed I/O, us.
+    pub fn cpu_us_per_io(&self) -> f64 {
+        let ios: u64 = self
+            .report
+            .jobs
+            .iter()
+            .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>())
+            .sum();
+        if ios == 0 {
+            f64::NAN
+        } else {
+            self.cpu.busy_ns as f64 / 1000.0 / ios as f64
+        }
+    }
+}
+
+/// Everything a session produced.
+#[derive(Clone, Debug, Default)]
+pub struct LabResult {
+    pub device: String,
+    pub fio_version: String,
+    /// Schedulers the device offers.
+    pub offered: Vec<String>,
+    /// Schedulers run, in the order asked.
+    pub schedulers: Vec<String>,
+    /// Schedulers asked for but not run: (name, reason).
+    pub skipped: Vec<(String, String)>,
+    /// Runs in execution order.
+    pub runs: Vec<LabRun>,
+    pub notes: Vec<String>,
+}
+
+impl LabResult {
+    /// Runs of one scheduler, in round order.
+    pub fn runs_of(&self, sched: &str) -> Vec<&LabRun> {
+        self.runs.iter().filter(|r| r.scheduler == sched).collect()
+    }
+}
+
+/// Why a scheduler the device does not offer is not run.
+pub fn not_offered_reason(name: &str) -> String {
+    let known_legacy = SIMULATION_ONLY.contains(&name)
+        || SCHEDULERS.iter().any(|s| s.name == name && !s.in_mainline);
+    if known_legacy {
+        "simulation only (not in this kernel)".into()
+    } else {
+        "not offered by this kernel for this device".into()
+    }
+}
+
+/// Checks shared by everything that writes to a device: root, fio, the
+/// device exists and is not in use (unless forced).
+pub fn prepare_device(dev: &str, force: bool) -> Result<(BlockDev, PathBuf, String), String> {
+    if !super::is_root() {
+        return Err("the lab needs root: it writes sysfs queue files, cgroups and the device itself (run it with sudo)".into());
+    }
+    let (fio, version) = fio::require()?;
+    let bd = BlockDev::open(dev)?;
+    let why = bd.in_use();
+    if !why.is_empty() {
+        let msg = format!(
+            "refusing {}: {}. The lab writes to the device and would destroy that data; unmount or release it first, or pass --force",
+            bd.path.display(),
+            why.join("; ")
+        );
+        if !force {
+            return Err(msg);
+        }
+        eprintln!("elevator: warning: --force: {msg}");
+    }
+    Ok((bd, fio, version))
+}
+
+/// A note when other work keeps the machine busy before we start: on a
+/// CPU-bound device (a tmpfs loop) it competes with fio and the device.
+pub fn busy_note() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let load: f64 = text.split_whitespace().next()?.parse().ok()?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (load > 0.5 * cpus as f64).then(|| {
+        format!(
+            "the machine was busy before the runs (load average {load:.2} on {cpus} CPUs): other processes compete for CPU, which a CPU-bound device (tmpfs loop) measures as well"
+        )
+    })
+}
+
+/// `(name, value)` settings.
+type Settings = Vec<(String, String)>;
+
+/// Split `--set` into queue knobs and `iosched/` tunables, checking queue
+/// knobs exist.
+fn split_sets(q: &Queue, sets: &[(String, String)]) -> Result<(Settings, Settings), String> {
+    let mut queue = Vec::new();
+    let mut iosched = Vec::new();
+    for (k, v) in sets {
+        if let Some(n) = k.strip_prefix("iosched/") {
+            iosched.push((n.to_string(), v.clone()));
+        } else if k == "scheduler" || k.contains('/') || k.contains("..") {
+            return Err(format!(
+                "--set {k}: not a queue knob (use --schedulers for the scheduler, iosched/NAME for its tunables)"
+            ));
+        } else if q.has(k) {
+            queue.push((k.clone(), v.clone()));
+        } else {
+            return Err(format!(
+                "--set {k}: {} has no such queue attribute ({})",
+                q.disk,
+                q.path(k).display()
+            ));
+        }
+    }
+    Ok((queue, iosched))
+}
+
+/// Run the session. On any exit path the queue and cgroups are restored;
+/// restore failures are reported as warnings on stderr and in the error.
+pub fn run_lab(o: &LabOptions) -> Result<LabResult, String> {
+    let (bd, fio_path, fio_version) = prepare_device(&o.dev, o.force)?;
+    let q = bd.queue();
+    let (offered, _) = q.schedulers().ok_or_else(|| {
+        format!(
+            "{} has no I/O scheduler (bio-based device, no queue/scheduler); the lab needs a blk-mq device such as a loop device",
+            bd.path.display()
+        )
+    })?;
+    let wanted = o.schedulers.clone().unwrap_or_else(|| offered.clone());
+    let mut result = LabResult {
+        device: bd.path.display().to_string(),
+        fio_version,
+        offered: offered.clone(),
+        ..LabResult::default()
+    };
+    for s in &wanted {
+        if offered.contains(s) {
+            if !result.schedulers.contains(s) {
+                result.schedulers.push(s.clone());
+            }
+        } else {
+            result.skipped.push((s.clone(), not_offered_reason(s)));
+        }
+    }
+    if result.schedulers.is_empty() {
+        return Err(format!(
+            "none of the schedulers asked for ({}) is offered by {} (offered: {})",
+            wanted.join(", "),
+            bd.path.display(),
+            offered.join(", ")
+        ));
+    }
+    let env = |n: &str| std::env::var(n).ok();
+    let jf: JobFile = job::parse_file(&o.job, &env).map_err(|e| e.to_string())?;
+    let (queue_sets, iosched_sets) = split_sets(&q, &o.sets)?;
+    if let Some(n) = busy_note() {
+        result.notes.push(n);
+    }
+
+    signal::install();
+    let extra: Vec<String> = queue_sets.iter().map(|(k, _)| k.clone()).collect();
+    let mut guard = QueueGuard::new(q.clone(), &extra);
+    let wanted_groups: Vec<(String, Option<u32>)> = jf
+        .jobs
+        .iter()
+        .filter_map(|j| j.cgroup.clone().map(|c| (c, j.cgroup_weight)))
+        .collect();
+    let mut groups = if wanted_groups.is_empty() {
+        None
+    } else {
+        let (h, note) = cgroup::detect()?;
+        result.notes.push(note);
+        Some(Groups::create(h, &wanted_groups)?)
+    };
+    let outcome = session(
+        o,
+        &bd,
+        &fio_path,
+        &jf,
+        &queue_sets,
+        &iosched_sets,
+        groups.as_ref(),
+        &mut result,
+    );
+    let mut problems = guard.restore();
+    if let Some(g) = groups.as_mut() {
+        problems.extend(g.remove());
+    }
+    for p in &problems {
+        eprintln!("elevator: warning: {p}");
+    }
+    match outcome {
+        Ok(()) if problems.is_empty() => Ok(result),
+        Ok(()) => Err(format!(
+            "could not restore everything: {}",
+            problems.join("; ")
+        )),
+        Err(e) if problems.is_empty() => Err(e),
+        Err(e) => Err(format!(
+            "{e} (and could not restore: {})",
+            problems.join("; ")
+        )),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn session(
+    o: &LabOptions,
+    bd: &BlockDev,
+    fio_path: &Path,
+    jf: &JobFile,
+    queue_sets: &[(String, String)],
+    iosched_sets: &[(String, String)],
+    groups: Option<&Groups>,
+    result: &mut LabResult,
+) -> Result<(), String> {
+    let q = bd.queue();
+    let work = TempDir::new("elevator-lab")?;
+    let text = jobfile::read_inlined(&o.job)?;
+    let cg = |name: &str| groups.and_then(|g| g.fio_path(name));
+    let dev = bd.path.display().to_string();
+    let rewritten = jobfile::rewrite(
+        &text,
+        &Rewrite {
+            device: &dev,
+            cgroup: &cg,
+            max_runtime: o.max_runtime,
+        },
+    );
+    let job_path = work.path().join("job.fio");
+    std::fs::write(&job_path, &rewritten).map_err(|e| format!("{}: {e}", job_path.display()))?;
+    if let Some(dir) = &o.save_json {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let _ = std::fs::write(dir.join("job-for-fio.fio"), &rewritten);
+    }
+    let mut applied_iosched = vec![false; iosched_sets.len()];
+    let total = o.repeat.max(1) * result.schedulers.len();
+    let mut n = 0;
+    for round in 1..=o.repeat.max(1) {
+        for sched in result.schedulers.clone() {
+            if let Some(sig) = signal::interrupted() {
+                return Err(format!("interrupted by signal {sig}"));
+            }
+            n += 1;
+            q.set_scheduler(&sched)?;
+            for (k, v) in queue_sets {
+                q.write(k, v)?;
+            }
+            for (i, (k, v)) in iosched_sets.iter().enumerate() {
+                let attr = format!("iosched/{k}");
+                if q.has(&attr) {
+                    q.write(&attr, v)?;
+                    applied_iosched[i] = true;
+                }
+            }
+            let mut knobs: Vec<(String, String)> = q
+                .snapshot(
+                    &queue_sets
+                        .iter()
+                        .map(|(k, _)| k.clone())
+                        .collect::<Vec<_>>(),
+                )
+                .knobs;
+            knobs.extend(
+                q.iosched()
+                    .into_iter()
+                    .map(|(k, v)| (format!("iosched/{k}"), v)),
+            );
+            if let Some(g) = groups {
+                knobs.extend(g.written.iter().cloned());
+            }
+            std::thread::sleep(o.settle);
+            if o.verbose {
+                eprint!("lab: [{n}/{total}] round {round} {sched} on {dev} ... ");
+            }
+            let cpu0 = CpuTimes::now();
+            let fr = fio::run(fio_path, &job_path, work.path());
+            let cpu = CpuTimes::now().since(&cpu0);
+            let fr = match fr {
+                Ok(fr) => fr,
+                Err(e) => {
+                    if o.verbose {
+                        eprintln!("failed");
+                    }
+                    return Err(format!("{sched}, round {round}: {e}"));
+                }
+            };
+            if let Some(dir) = &o.save_json {
+                let p = dir.join(format!("round{round}-{sched}.json"));
+                std::fs::write(&p, &fr.json).map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+            let mut report = fio::parse_json(&fr.json, Some(jf))
+                .map_err(|e| format!("{sched}, round {round}: {e}"))?;
+            report.elevator.scheduler = sched.clone();
+            report.elevator.device = dev.clone();
+            report.elevator.knobs = knobs;
+            let run = LabRun {
+                scheduler: sched.clone(),
+                round,
+                report,
+                cpu,
+                wall_ns: fr.wall.as_nanos() as Ns,
+            };
+            if o.verbose {
+                let ios: u64 = run
+                    .report
+                    .jobs
+                    .iter()
+                    .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>())
+                    .sum();
+                let secs = run
+                    .report
+                    .jobs
+                    .iter()
+                    .map(|j| j.stats.runtime_ns())
+                    .max()
+                    .unwrap_or(0) as f64
+                    / 1e9;
+                eprintln!(
+                    "{:.0} IOPS in all, {:.2} CPU us/IO, steal {:.2} s",
+                    if secs > 0.0 { ios as f64 / secs } else { 0.0 },
+                    run.cpu_us_per_io(),
+                    cpu.steal_ns as f64 / 1e9
+                );
+                for w in fr.stderr.lines().filter(|l| !l.trim().is_empty()).take(3) {
+                    eprintln!("lab:   fio: {w}");
+                }
+            }
+            result.runs.push(run);
+        }
+    }
+    for (i, (k, _)) in iosched_sets.iter().enumerate() {
+        if !applied_iosched[i] {
+            result.notes.push(format!(
+                "iosched/{k}: none of the schedulers run has this tunable; not applied"
+            ));
+        }
+    }
+    let steal: u64 = result.runs.iter().map(|r| r.cpu.steal_ns).sum();
+    if steal > 0 {
+        result.notes.push(format!(
+            "CPU steal during the runs: {:.2} s in all (the hypervisor took CPU time)",
+            steal as f64 / 1e9
+        ));
+    }
+    Ok(())
+}
+
+/// The table columns of a session, skipped schedulers after the measured ones.
+pub fn columns(r: &LabResult) -> Vec<crate::report::table::Column> {
+    use crate::report::table::{Column, Outcome};
+    let mut cols: Vec<Column> = r
+        .schedulers
+        .iter()
+        .map(|s| {
+            let runs = r.runs_of(s);
+            Column {
+                scheduler: s.clone(),
+                cpu_us_per_io: runs.iter().map(|x| x.cpu_us_per_io()).collect(),
+                outcome: Outcome::Runs(runs.into_iter().map(|x| x.report.clone()).collect()),
+            }
+        })
+        .collect();
+    for (s, why) in &r.skipped {
+        cols.push(Column {
+            scheduler: s.clone(),
+            outcome: Outcome::Skipped(why.clone()),
+            cpu_us_per_io: Vec::new(),
+        });
+    }
+    cols
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons() {
+        assert!(not_offered_reason("cfq").contains("simulation only"));
+        assert!(not_offered_reason("deadline").contains("simulation only"));
+        assert!(not_offered_reason("tpps").contains("simulation only"));
+        assert!(not_offered_reason("kyber").contains("not offered"));
+    }
+}

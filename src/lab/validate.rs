@@ -1,0 +1,600 @@
+//! `elevator validate`: the lab and the simulator on the same job file, side
+//! by side, per scheduler and group: measured vs simulated IOPS, mean and p99
+//! latency, and the ratio of each. Then the scheduler effect itself: the
+//! measured ratio to the first scheduler (paired within each round, the
+//! number that survives noise) against the simulated one. The summary says
+//! whether both order the schedulers the same way and gives the mean
+//! absolute percentage error.
+
+use super::runner::LabResult;
+use crate::block::knobs::QUEUE_KNOBS;
+use crate::cli::{self, RunOptions};
+use crate::device::Profile;
+use crate::job::{Ddir, JobFile};
+use crate::report::table::{align, dir_name, group_rows, num, GroupRow, Stat};
+use crate::report::RunReport;
+use crate::sched;
+use crate::sim::simulate;
+use crate::sim::time::Ns;
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+/// Simulation settings shared by compare, calibrate and validate.
+#[derive(Clone, Debug)]
+pub struct SimSettings {
+    pub profile: Profile,
+    /// `--set` values; `iosched/` ones reach only schedulers that have them,
+    /// queue knobs the model lacks are dropped.
+    pub sets: Vec<(String, String)>,
+    pub max_runtime: Option<Ns>,
+    pub cpus: usize,
+}
+
+/// Whether the simulator has this scheduler.
+pub fn simulated(name: &str) -> bool {
+    sched::create(name).is_ok()
+}
+
+/// The `--set` values that apply to `scheduler` in simulation.
+pub fn sets_for(scheduler: &str, sets: &[(String, String)]) -> Vec<(String, String)> {
+    let tunables: Vec<&'static str> = match sched::create(scheduler) {
+        Ok(Some(e)) => e.tunables().iter().map(|t| t.name).collect(),
+        _ => Vec::new(),
+    };
+    sets.iter()
+        .filter(|(k, _)| match k.strip_prefix("iosched/") {
+            Some(t) => tunables.contains(&t),
+            None => QUEUE_KNOBS.contains(&k.as_str()) || k.starts_with("cpu/"),
+        })
+        .cloned()
+        .collect()
+}
+
+/// Simulate a job file with one scheduler.
+pub fn simulate_with(jf: &JobFile, scheduler: &str, s: &SimSettings) -> Result<RunReport, String> {
+    let o = RunOptions {
+        scheduler: scheduler.to_string(),
+        sets: sets_for(scheduler, &s.sets),
+        max_runtime: s.max_runtime,
+        cpus: s.cpus.max(1),
+        progress: false,
+        ..RunOptions::default()
+    };
+    let mut cfg = cli::sim_config(&o).map_err(|e| e.message)?;
+    cfg.profile = s.profile.clone();
+    cfg.progress = None;
+    let mut r = simulate(jf, cfg)?;
+    r.elevator.device = s.profile.name.clone();
+    Ok(r)
+}
+
+/// CPUs of this machine (the simulator's `--cpus` for lab comparisons).
+pub fn machine_cpus() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// One row of the comparison.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub scheduler: String,
+    pub name: String,
+    pub dir: Ddir,
+    pub jobs: usize,
+    pub meas_iops: Stat,
+    pub meas_lat: Stat,
+    pub meas_p99: Option<Stat>,
+    /// Paired with the first scheduler within each round.
+    pub meas_ratio: Option<Stat>,
+    pub sim: Option<GroupRow>,
+    pub sim_ratio: Option<f64>,
+}
+
+/// Per scheduler: measured rounds (None when not measured) and simulation.
+pub struct Inputs<'a> {
+    pub lab: &'a LabResult,
+    /// (scheduler, simulated report or reason it is missing).
+    pub sims: Vec<(String, Result<RunReport, String>)>,
+}
+
+fn find(rows: &[GroupRow], name: &str, dir: Ddir) -> Option<GroupRow> {
+    rows.iter()
+        .find(|r| r.name == name && r.dir == dir)
+        .cloned()
+}
+
+/// Build the rows: every measured (scheduler, group, direction).
+pub fn rows(inp: &Inputs) -> Vec<Row> {
+    let lab = inp.lab;
+    let first = lab.schedulers.first().cloned().unwrap_or_default();
+    let base_rounds: Vec<Vec<GroupRow>> = lab
+        .runs_of(&first)
+        .iter()
+        .map(|r| group_rows(&r.report))
+        .collect();
+    let sim_rows = |s: &str| -> Option<Vec<GroupRow>> {
+        inp.sims
+            .iter()
+            .find(|(n, _)| n == s)
+            .and_then(|(_, r)| r.as_ref().ok())
+            .map(group_rows)
+    };
+    let sim_base = sim_rows(&first);
+    let mut out = Vec::new();
+    for s in &lab.schedulers {
+        let rounds: Vec<Vec<GroupRow>> = lab
+            .runs_of(s)
+            .iter()
+            .map(|r| group_rows(&r.report))
+            .collect();
+        let Some(r0) = rounds.first() else { continue };
+        let sim = sim_rows(s);
+        for g in r0 {
+            let vals: Vec<GroupRow> = rounds
+                .iter()
+                .filter_map(|r| find(r, &g.name, g.dir))
+                .collect();
+            let ratios: Vec<f64> = rounds
+                .iter()
+                .zip(&base_rounds)
+                .filter_map(|(mine, base)| {
+                    let a = find(mine, &g.name, g.dir)?;
+                    let b = find(base, &g.name, g.dir)?;
+                    (b.iops > 0.0).then(|| a.iops / b.iops)
+                })
+                .collect();
+            let sim_g = sim.as_ref().and_then(|r| find(r, &g.name, g.dir));
+            let sim_ratio = match (
+                &sim_g,
+                sim_base.as_ref().and_then(|b| find(b, &g.name, g.dir)),
+            ) {
+                (Some(a), Some(b)) if b.iops > 0.0 => Some(a.iops / b.iops),
+                _ => None,
+            };
+            let st =
+                |f: &dyn Fn(&GroupRow) -> f64| Stat::of(&vals.iter().map(f).collect::<Vec<_>>());
+            let nan = Stat {
+                median: f64::NAN,
+                min: f64::NAN,
+                max: f64::NAN,
+                n: 0,
+            };
+            out.push(Row {
+                scheduler: s.clone(),
+                name: g.name.clone(),
+                dir: g.dir,
+                jobs: g.jobs,
+                meas_iops: st(&|x| x.iops).unwrap_or(nan),
+                meas_lat: st(&|x| x.lat_mean_us).unwrap_or(nan),
+                meas_p99: st(&|x| x.p99_us),
+                meas_ratio: Stat::of(&ratios),
+                sim: sim_g,
+                sim_ratio,
+            });
+        }
+    }
+    out
+}
+
+fn ratio(sim: f64, meas: f64) -> String {
+    if meas > 0.0 && sim.is_finite() && meas.is_finite() {
+        format!("{:.2}", sim / meas)
+    } else {
+        "-".into()
+    }
+}
+
+fn ape(sim: f64, meas: f64) -> Option<f64> {
+    (meas > 0.0 && sim.is_finite() && meas.is_finite()).then(|| (sim - meas).abs() / meas)
+}
+
+/// How two schedulers compare: 1 a faster, -1 b faster, 0 indistinguishable.
+fn relation(q: &Stat, tie: f64) -> i32 {
+    if q.n > 1 {
+        if q.min > 1.0 {
+            1
+        } else if q.max < 1.0 {
+            -1
+        } else {
+            0
+        }
+    } else if q.median > 1.0 + tie {
+        1
+    } else if q.median < 1.0 - tie {
+        -1
+    } else {
+        0
+    }
+}
+
+/// Threshold for one-round comparisons (no measured spread to go by).
+pub const SINGLE_ROUND_TIE: f64 = 0.05;
+/// Simulated differences below this are ties.
+pub const SIM_TIE: f64 = 0.01;
+
+/// Summary numbers.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    pub pairs_agree: usize,
+    pub pairs_disagree: usize,
+    /// Measured difference within noise, so no order to compare.
+    pub pairs_measured_tie: usize,
+    /// Measured difference real, simulated one below 1%.
+    pub pairs_sim_tie: usize,
+    pub mape_iops: Option<f64>,
+    pub mape_lat: Option<f64>,
+    pub mape_p99: Option<f64>,
+    pub mape_ratio: Option<f64>,
+    /// Per (group, dir): measured and simulated order strings.
+    pub orders: Vec<(String, String, String)>,
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// `a 1.05 > b 1.00 = c 0.998`: descending; `=` where `apart(a, b)` says
+/// the two cannot be told apart.
+fn order_string(items: &mut [(String, f64)], apart: &dyn Fn(&str, &str) -> bool) -> String {
+    items.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
+    let mut s = String::new();
+    for (i, (n, v)) in items.iter().enumerate() {
+        if i > 0 {
+            s.push_str(if apart(&items[i - 1].0, n) {
+                " > "
+            } else {
+                " = "
+            });
+        }
+        s.push_str(&format!("{n} {v:.3}"));
+    }
+    s
+}
+
+pub fn summarize(inp: &Inputs, rows: &[Row]) -> Summary {
+    let lab = inp.lab;
+    let mut s = Summary::default();
+    let (mut e_iops, mut e_lat, mut e_p99, mut e_ratio) = (vec![], vec![], vec![], vec![]);
+    for r in rows {
+        let Some(g) = &r.sim else { continue };
+        if let Some(e) = ape(g.iops, r.meas_iops.median) {
+            e_iops.push(e);
+        }
+        if let Some(e) = ape(g.lat_mean_us, r.meas_lat.median) {
+            e_lat.push(e);
+        }
+        if let Some(p) = &r.meas_p99 {
+            if let Some(e) = ape(g.p99_us, p.median) {
+                e_p99.push(e);
+            }
+        }
+        if let (Some(m), Some(sr)) = (&r.meas_ratio, r.sim_ratio) {
+            if r.scheduler != lab.schedulers[0] {
+                if let Some(e) = ape(sr, m.median) {
+                    e_ratio.push(e);
+                }
+            }
+        }
+    }
+    s.mape_iops = mean(&e_iops);
+    s.mape_lat = mean(&e_lat);
+    s.mape_p99 = mean(&e_p99);
+    s.mape_ratio = mean(&e_ratio);
+    // Rankings: schedulers both measured and simulated, per group and dir.
+    let both: Vec<&String> = lab
+        .schedulers
+        .iter()
+        .filter(|n| rows.iter().any(|r| &r.scheduler == *n && r.sim.is_some()))
+        .collect();
+    let mut keys: Vec<(String, Ddir)> = Vec::new();
+    for r in rows {
+        if !keys.contains(&(r.name.clone(), r.dir)) {
+            keys.push((r.name.clone(), r.dir));
+        }
+    }
+    for (name, dir) in &keys {
+        let get = |sch: &str| {
+            rows.iter()
+                .find(|r| r.scheduler == sch && &r.name == name && r.dir == *dir)
+        };
+        let mut meas = Vec::new();
+        let mut sim = Vec::new();
+        for a in &both {
+            if let Some(r) = get(a) {
+                meas.push(((*a).clone(), r.meas_ratio.map_or(1.0, |x| x.median)));
+                if let Some(sr) = r.sim_ratio {
+                    sim.push(((*a).clone(), sr));
+                }
+            }
+        }
+        let mut rel: Vec<(String, String, i32, i32)> = Vec::new();
+        for i in 0..both.len() {
+            for j in i + 1..both.len() {
+                let (Some(ra), Some(rb)) = (get(both[i]), get(both[j])) else {
+                    continue;
+                };
+                // Measured a/b per round.
+                let qa: Vec<f64> = lab
+                    .runs_of(both[i])
+                    .iter()
+                    .zip(lab.runs_of(both[j]).iter())
+                    .filter_map(|(x, y)| {
+                        let a = find(&group_rows(&x.report), name, *dir)?;
+                        let b = find(&group_rows(&y.report), name, *dir)?;
+                        (b.iops > 0.0).then(|| a.iops / b.iops)
+                    })
+                    .collect();
+                let Some(q) = Stat::of(&qa) else { continue };
+                let m = relation(&q, SINGLE_ROUND_TIE);
+                let (Some(sa), Some(sb)) = (&ra.sim, &rb.sim) else {
+                    continue;
+                };
+                let sq = Stat::of(&[sa.iops / sb.iops.max(1e-9)]).expect("finite");
+                let sr = relation(&sq, SIM_TIE);
+                rel.push((both[i].clone(), both[j].clone(), m, sr));
+                match (m, sr) {
+                    (0, _) => s.pairs_measured_tie += 1,
+                    (_, 0) => s.pairs_sim_tie += 1,
+                    (a, b) if a == b => s.pairs_agree += 1,
+                    _ => s.pairs_disagree += 1,
+                }
+            }
+        }
+        if both.len() >= 2 {
+            let find_rel = |a: &str, b: &str, sim: bool| {
+                rel.iter()
+                    .find(|(x, y, _, _)| (x == a && y == b) || (x == b && y == a))
+                    .is_some_and(|(_, _, m, s)| if sim { *s != 0 } else { *m != 0 })
+            };
+            s.orders.push((
+                format!("{name} {}", dir_name(*dir)),
+                order_string(&mut meas, &|a, b| find_rel(a, b, false)),
+                order_string(&mut sim, &|a, b| find_rel(a, b, true)),
+            ));
+        }
+    }
+    s
+}
+
+fn pct_opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{:.1}%", x * 100.0))
+}
+
+/// The validate report as text.
+pub fn render(title: &[String], inp: &Inputs, notes: &[String]) -> String {
+    let rows = rows(inp);
+    let sum = summarize(inp, &rows);
+    let lab = inp.lab;
+    let first = lab.schedulers.first().cloned().unwrap_or_default();
+    let mut out = String::new();
+    for t in title {
+        out.push_str(t);
+        out.push('\n');
+    }
+    let mut t = vec![vec![
+        "scheduler".to_string(),
+        "group".into(),
+        "dir".into(),
+        "iops meas".into(),
+        "sim".into(),
+        "sim/meas".into(),
+        "lat us meas".into(),
+        "sim".into(),
+        "sim/meas".into(),
+        "p99 us meas".into(),
+        "sim".into(),
+        "sim/meas".into(),
+        format!("iops/{first} meas"),
+        "sim".into(),
+    ]];
+    let mut last = String::new();
+    for r in &rows {
+        let g = r.sim.as_ref();
+        let sname = if r.scheduler != last {
+            last = r.scheduler.clone();
+            r.scheduler.clone()
+        } else {
+            String::new()
+        };
+        let spread = |s: &Stat| {
+            if s.n > 1 {
+                format!("{} ±{:.0}%", num(s.median), s.spread_pct())
+            } else {
+                num(s.median)
+            }
+        };
+        let sim_missing = inp
+            .sims
+            .iter()
+            .find(|(n, _)| n == &r.scheduler)
+            .and_then(|(_, x)| x.as_ref().err().cloned());
+        let mut row = vec![
+            sname,
+            if r.jobs > 1 {
+                format!("{} x{}", r.name, r.jobs)
+            } else {
+                r.name.clone()
+            },
+            dir_name(r.dir).to_string(),
+            spread(&r.meas_iops),
+        ];
+        match g {
+            Some(g) => {
+                let p99m = r.meas_p99.map_or(f64::NAN, |p| p.median);
+                row.extend([
+                    num(g.iops),
+                    ratio(g.iops, r.meas_iops.median),
+                    spread(&r.meas_lat),
+                    num(g.lat_mean_us),
+                    ratio(g.lat_mean_us, r.meas_lat.median),
+                    r.meas_p99.map_or("-".into(), |p| spread(&p)),
+                    num(g.p99_us),
+                    ratio(g.p99_us, p99m),
+                    r.meas_ratio.map_or("-".into(), |q| {
+                        if q.n > 1 {
+                            format!("{:.3} [{:.2}-{:.2}]", q.median, q.min, q.max)
+                        } else {
+                            format!("{:.3}", q.median)
+                        }
+                    }),
+                    r.sim_ratio.map_or("-".into(), |x| format!("{x:.3}")),
+                ]);
+            }
+            None => {
+                row.extend([
+                    "-".into(),
+                    "-".into(),
+                    spread(&r.meas_lat),
+                    "-".into(),
+                    "-".into(),
+                    r.meas_p99.map_or("-".into(), |p| spread(&p)),
+                    "-".into(),
+                    "-".into(),
+                    r.meas_ratio
+                        .map_or("-".into(), |q| format!("{:.3}", q.median)),
+                    sim_missing.unwrap_or_else(|| "-".into()),
+                ]);
+            }
+        }
+        t.push(row);
+    }
+    out.push_str(&align(&t, 3));
+    for (s, why) in &lab.skipped {
+        let _ = writeln!(out, "{s}: {why}");
+    }
+    for (s, r) in &inp.sims {
+        if let Err(why) = r {
+            if !lab.schedulers.contains(s) {
+                let _ = writeln!(out, "{s}: {why}");
+            }
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "summary:");
+    let pairs = sum.pairs_agree + sum.pairs_disagree + sum.pairs_measured_tie + sum.pairs_sim_tie;
+    if pairs == 0 {
+        let _ = writeln!(
+            out,
+            "  ranking: fewer than two schedulers both measured and simulated; nothing to rank"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  ranking (pairs of schedulers, by IOPS, per group): {} agree, {} disagree, {} within measured noise, {} measured apart but simulated within {:.0}%",
+            sum.pairs_agree,
+            sum.pairs_disagree,
+            sum.pairs_measured_tie,
+            sum.pairs_sim_tie,
+            SIM_TIE * 100.0
+        );
+        let verdict = if sum.pairs_disagree > 0 {
+            "different order".to_string()
+        } else if sum.pairs_sim_tie > 0 {
+            format!(
+                "the simulation does not separate {} pair(s) that the lab does{}",
+                sum.pairs_sim_tie,
+                if sum.pairs_agree > 0 {
+                    format!("; {} pair(s) in the same order", sum.pairs_agree)
+                } else {
+                    String::new()
+                }
+            )
+        } else if sum.pairs_agree > 0 {
+            "same order".to_string()
+        } else {
+            "no measured difference to order (all pairs within noise)".to_string()
+        };
+        let _ = writeln!(out, "  ranking agreement: {verdict}");
+        for (k, m, s) in &sum.orders {
+            let _ = writeln!(out, "    {k}: measured {m}");
+            let _ = writeln!(out, "    {:w$}  simulated {s}", "", w = k.len());
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  mean absolute percentage error: iops {}, mean lat {}, p99 {}, iops ratio to {first} {}",
+        pct_opt(sum.mape_iops),
+        pct_opt(sum.mape_lat),
+        pct_opt(sum.mape_p99),
+        pct_opt(sum.mape_ratio)
+    );
+    if lab.runs_of(&first).len() > 1 {
+        let _ = writeln!(out, "  measured pair order decided by the paired per-round ratios: apart only when all rounds agree");
+    } else {
+        let _ = writeln!(out, "  one round: measured differences under {:.0}% count as ties (use --repeat for paired ratios)", SINGLE_ROUND_TIE * 100.0);
+    }
+    for n in notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// The same as JSON.
+pub fn to_json(inp: &Inputs) -> Value {
+    let rows = rows(inp);
+    let sum = summarize(inp, &rows);
+    let st = |s: &Stat| json!({"median": s.median, "min": s.min, "max": s.max, "n": s.n});
+    json!({
+        "rows": rows.iter().map(|r| json!({
+            "scheduler": r.scheduler,
+            "group": r.name,
+            "dir": dir_name(r.dir),
+            "jobs": r.jobs,
+            "measured": {
+                "iops": st(&r.meas_iops),
+                "lat_mean_us": st(&r.meas_lat),
+                "clat_p99_us": r.meas_p99.map(|p| st(&p)),
+                "iops_ratio_to_first": r.meas_ratio.map(|p| st(&p)),
+            },
+            "simulated": r.sim.as_ref().map(|g| json!({
+                "iops": g.iops, "lat_mean_us": g.lat_mean_us, "clat_p99_us": g.p99_us,
+                "iops_ratio_to_first": r.sim_ratio,
+            })),
+        })).collect::<Vec<_>>(),
+        "summary": {
+            "pairs_agree": sum.pairs_agree,
+            "pairs_disagree": sum.pairs_disagree,
+            "pairs_measured_tie": sum.pairs_measured_tie,
+            "pairs_sim_tie": sum.pairs_sim_tie,
+            "mape_iops": sum.mape_iops,
+            "mape_lat_mean": sum.mape_lat,
+            "mape_p99": sum.mape_p99,
+            "mape_iops_ratio": sum.mape_ratio,
+        },
+        "not_run": inp.lab.skipped.iter().map(|(s, w)| json!({"scheduler": s, "reason": w})).collect::<Vec<_>>(),
+        "not_simulated": inp.sims.iter().filter_map(|(s, r)| r.as_ref().err().map(|w| json!({"scheduler": s, "reason": w}))).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_reach_only_schedulers_that_have_them() {
+        let sets = vec![
+            ("iosched/fifo_batch".to_string(), "8".to_string()),
+            ("nr_requests".to_string(), "64".to_string()),
+            ("wbt_lat_usec".to_string(), "0".to_string()),
+        ];
+        let md = sets_for("mq-deadline", &sets);
+        assert_eq!(md.len(), 2);
+        let none = sets_for("none", &sets);
+        assert_eq!(none, vec![("nr_requests".to_string(), "64".to_string())]);
+        assert!(simulated("none") && simulated("mq-deadline"));
+    }
+
+    #[test]
+    fn relations() {
+        let s = |min, median, max, n| Stat {
+            median,
+            min,
+            max,
+            n,
+        };
+        assert_eq!(relation(&s(1.01, 1.05, 1.1, 3), 0.05), 1);
+        assert_eq!(relation(&s(0.9, 1.05, 1.1, 3), 0.05), 0);
+        assert_eq!(relation(&s(0.8, 0.85, 0.9, 3), 0.05), -1);
+        assert_eq!(relation(&s(1.03, 1.03, 1.03, 1), 0.05), 0);
+        assert_eq!(relation(&s(1.06, 1.06, 1.06, 1), 0.05), 1);
+    }
+}
