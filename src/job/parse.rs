@@ -651,8 +651,14 @@ fn zones(v: &str, absolute: bool, kb_base: u32) -> Result<Vec<RandomZone>, Strin
             return Err(format!("more than {ZONESPLIT_MAX} zones"));
         }
         let (a, r) = item.split_once('/').unwrap_or((item, ""));
+        // fio 3.33 rejects a zone without its access percentage ("split
+        // conversion failed"); only the size may be left out.
         let access = match a.trim() {
-            "" => None,
+            "" => {
+                return Err(format!(
+                    "zone '{item}' needs an access percentage, e.g. 60/10"
+                ))
+            }
             a => Some(
                 a.parse::<u32>()
                     .ok()
@@ -684,14 +690,11 @@ fn zones(v: &str, absolute: bool, kb_base: u32) -> Result<Vec<RandomZone>, Strin
                 "zone {what} percentages add up to {given}, more than 100"
             ));
         }
+        // fio's zone_split_ddir: every missing value gets an equal share,
+        // rounded down (zoned:60/:30/:10/ gives 33% each; the last 1% of
+        // the file is never touched).
         let share = (100 - given).checked_div(missing).unwrap_or(0);
-        let extra = (100 - given).checked_rem(missing).unwrap_or(0);
-        let last_missing = vals.iter().rposition(Option::is_none);
-        let out: Vec<u64> = vals
-            .iter()
-            .enumerate()
-            .map(|(i, v)| v.unwrap_or(share + if Some(i) == last_missing { extra } else { 0 }))
-            .collect();
+        let out: Vec<u64> = vals.iter().map(|v| v.unwrap_or(share)).collect();
         if exact && out.iter().sum::<u64>() != 100 {
             return Err(format!(
                 "zone {what} percentages must add up to 100, got {given}"
@@ -1138,5 +1141,11 @@ mod tests {
         assert_eq!(z.unwrap()[0][1].region, SizeSpec::Bytes(100 << 30));
         assert!(distribution("zoned:60/10:30/20", 1024).is_err());
         assert!(distribution("zoned_abs:60/:40/1g", 1024).is_err());
+        // As fio 3.33: blank sizes share the rest rounded down; a blank
+        // access percentage is an error.
+        let (_, z) = distribution("zoned:60/:30/:10/", 1024).unwrap();
+        let sizes: Vec<SizeSpec> = z.unwrap()[0].iter().map(|z| z.region).collect();
+        assert_eq!(sizes, [SizeSpec::Percent(33.0); 3]);
+        assert!(distribution("zoned:60/10:/20:/70", 1024).is_err());
     }
 }
