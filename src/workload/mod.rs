@@ -1,6 +1,7 @@
 //! Workload generators: one I/O stream per job. Offsets (sequential, uniform
-//! random with full coverage, zipf/pareto/normal), block sizes, read/write mix,
-//! and the rate limiter. Memory is O(1) in device size and I/O count.
+//! random with full coverage, zipf/pareto/normal, zoned), block sizes,
+//! read/write mix, and the rate limiter. Memory is O(1) in device size and
+//! I/O count.
 //!
 //! Files: `layout` places job files on the device, `bs` picks block sizes,
 //! `offsets` picks random blocks (over `permute`'s bijections and `dist`'s
@@ -12,6 +13,7 @@ mod layout;
 mod offsets;
 mod permute;
 mod rate;
+mod zoned;
 
 #[cfg(test)]
 mod tests;
@@ -26,6 +28,7 @@ use crate::job::{Ddir, JobSpec, RwPattern};
 use offsets::RandomBlocks;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use zoned::ZonedBlocks;
 
 /// A byte range of the device one of a job's files covers for I/O: the whole
 /// file (or device) minus the part before `offset`.
@@ -88,6 +91,9 @@ pub struct Generator {
     rand: Vec<RandomBlocks>,
     groups: usize,
     group_of: [usize; 3],
+    /// `random_distribution=zoned:`/`zoned_abs:` pickers, `files × 3`
+    /// directions; empty for every other distribution.
+    zoned: Vec<ZonedBlocks>,
     /// Block alignment and minimum size per direction.
     align: [u64; 3],
     min_bs: [u64; 3],
@@ -188,6 +194,22 @@ impl Generator {
             }
         }
 
+        let mut zoned = Vec::new();
+        if let (true, Some(zones)) = (random, &spec.random_zones) {
+            for f in &layout.files {
+                for d in Ddir::ALL {
+                    let i = d.index();
+                    let usable = f.len.saturating_sub(min_bs[i].saturating_sub(align[i]));
+                    let n = usable / align[i].max(1);
+                    zoned.push(match ZonedBlocks::new(&zones[i], n, align[i]) {
+                        Ok(z) => z,
+                        Err(e) if placed.contains(&d) => return Err(e),
+                        Err(_) => ZonedBlocks::new(&[], n, align[i])?,
+                    });
+                }
+            }
+        }
+
         let mode = match spec.rw {
             RwPattern::ReadWrite | RwPattern::RandRw => DdirMode::Mix {
                 read_pct: spec.rwmixread.min(100) as u64,
@@ -228,6 +250,7 @@ impl Generator {
             rand,
             groups: keys.len(),
             group_of,
+            zoned,
             align,
             min_bs,
             bs,
@@ -381,8 +404,12 @@ impl Generator {
             }
             self.rand_run_left = self.rand_run - 1;
         }
-        let picker = &mut self.rand[f * self.groups + self.group_of[i]];
-        let pos = picker.next(&mut self.rng_off) * self.align[i];
+        let block = if self.zoned.is_empty() {
+            self.rand[f * self.groups + self.group_of[i]].next(&mut self.rng_off)
+        } else {
+            self.zoned[f * 3 + i].next(&mut self.rng_off)
+        };
+        let pos = block * self.align[i];
         let len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
         (pos, len)
     }
