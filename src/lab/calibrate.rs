@@ -16,6 +16,7 @@ use super::device::BlockDev;
 use super::runner::prepare_device;
 use super::validate::{simulate_with, SimSettings};
 use super::{fio, median, signal, TempDir};
+use crate::block::cpu::CpuCosts;
 use crate::device::nvme::NvmeParams;
 use crate::device::ram::RamParams;
 use crate::device::{Profile, QueueLimits};
@@ -285,6 +286,9 @@ impl Params {
 #[derive(Clone, Debug)]
 pub struct Fit {
     pub params: Params,
+    /// CPU cost of the I/O path (`[cpu]` table) when the fit puts the
+    /// per-request work on the CPUs (a CPU-bound device such as a tmpfs loop).
+    pub cpu: Option<CpuCosts>,
     pub queue: QueueLimits,
     pub simulated: Vec<Point>,
     pub error: f64,
@@ -303,8 +307,14 @@ pub struct Measured {
 }
 
 /// Profile struct for simulation from limits and parameters.
-pub fn profile(name: &str, queue: &QueueLimits, params: &Params) -> Profile {
+pub fn profile(
+    name: &str,
+    queue: &QueueLimits,
+    params: &Params,
+    cpu: Option<&CpuCosts>,
+) -> Profile {
     Profile {
+        cpu: cpu.cloned(),
         name: name.to_string(),
         model: params.model().to_string(),
         description: String::new(),
@@ -329,6 +339,8 @@ pub struct Fitter {
     pub sim_time: Ns,
     pub cpus: usize,
     pub evaluations: usize,
+    /// CPU costs used while simulating (None: the simulator's defaults).
+    pub cpu: Option<CpuCosts>,
 }
 
 impl Fitter {
@@ -339,7 +351,7 @@ impl Fitter {
             return Point::default();
         };
         let s = SimSettings {
-            profile: profile("fit", &self.queue, params),
+            profile: profile("fit", &self.queue, params, self.cpu.as_ref()),
             sets: Vec::new(),
             max_runtime: None,
             cpus: self.cpus,
@@ -481,9 +493,66 @@ impl Fitter {
         }
         Fit {
             params: Params::Nvme(n),
+            cpu: self.cpu.clone(),
             queue: self.queue.clone(),
             simulated: sim,
             error: err,
+        }
+    }
+
+    /// A CPU-bound device (a tmpfs-backed loop: the "device" work is memcpy
+    /// done by the CPUs): the per-request work goes into the driver's CPU
+    /// cost (`[cpu] driver_ns`), fitted so that the simulated CPU ceiling
+    /// gives the QD64 read IOPS; the nvme part keeps only latency and
+    /// bandwidth. Scheduler hook costs then take throughput from the same
+    /// CPUs, as they do on such a device.
+    pub fn fit_cpu_bound(&mut self, device: &Fit) -> Fit {
+        let Params::Nvme(mut n) = device.params.clone() else {
+            return device.clone();
+        };
+        n.controller_ns = 100;
+        n.units = 64;
+        let target = self.m("randread-qd64").iops;
+        let saved = self.cpu.take();
+        let costs = |driver_ns: Ns| CpuCosts {
+            driver_ns,
+            ..CpuCosts::default()
+        };
+        let mut best: Option<(f64, Ns, NvmeParams, Vec<Point>)> = None;
+        for _ in 0..2 {
+            // More driver time, fewer IOPS: bisect for the QD64 ceiling.
+            let (mut lo, mut hi) = (0 as Ns, 100_000 as Ns);
+            for _ in 0..14 {
+                let mid = (lo + hi) / 2;
+                self.cpu = Some(costs(mid));
+                let got = self.s(&Params::Nvme(n.clone()), "randread-qd64").iops;
+                if got > target {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            let driver = (lo + hi) / 2;
+            self.cpu = Some(costs(driver));
+            let mut p = Params::Nvme(n.clone());
+            self.tune_latency(&mut p);
+            let Params::Nvme(tuned) = p else {
+                unreachable!()
+            };
+            n = tuned;
+            let (e, sim) = self.eval(&Params::Nvme(n.clone()));
+            if best.as_ref().is_none_or(|(b, _, _, _)| e < *b) {
+                best = Some((e, driver, n.clone(), sim));
+            }
+        }
+        self.cpu = saved;
+        let (error, driver, n, simulated) = best.expect("two rounds ran");
+        Fit {
+            params: Params::Nvme(n),
+            cpu: Some(costs(driver)),
+            queue: self.queue.clone(),
+            simulated,
+            error,
         }
     }
 
@@ -530,6 +599,7 @@ impl Fitter {
         });
         Fit {
             params: Params::Ram(r),
+            cpu: self.cpu.clone(),
             queue: self.queue.clone(),
             simulated,
             error,
@@ -618,21 +688,34 @@ pub fn measure(
     })
 }
 
-/// Fit both models to measured probes; the better one first.
-pub fn fit(m: &Measured, cpus: usize, sim_time: Ns) -> (Fit, Fit, usize) {
+/// Fit the candidate models (nvme device-bound, nvme with the work on the
+/// CPUs, ram); best first.
+pub fn fit(m: &Measured, cpus: usize, sim_time: Ns) -> (Vec<Fit>, usize) {
     let mut f = Fitter {
         queue: m.queue.clone(),
         measured: m.points.clone(),
         sim_time,
         cpus,
         evaluations: 0,
+        cpu: None,
     };
     let nvme = f.fit_nvme();
+    let cpu_bound = f.fit_cpu_bound(&nvme);
     let ram = f.fit_ram();
-    if nvme.error <= ram.error {
-        (nvme, ram, f.evaluations)
-    } else {
-        (ram, nvme, f.evaluations)
+    let mut all = vec![nvme, cpu_bound, ram];
+    all.sort_by(|a, b| {
+        a.error
+            .partial_cmp(&b.error)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    (all, f.evaluations)
+}
+
+/// How a fit is named in reports.
+pub fn fit_label(f: &Fit) -> String {
+    match (&f.params, &f.cpu) {
+        (Params::Nvme(_), Some(_)) => "nvme + CPU-bound path".into(),
+        (p, _) => p.model().to_string(),
     }
 }
 
@@ -687,7 +770,9 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
 }
 
 /// The documented profile TOML.
-pub fn profile_toml(m: &Measured, fit: &Fit, other: &Fit, name: &str) -> String {
+/// `fits` are all candidates, the chosen one first.
+pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
+    let fit = &fits[0];
     let q = &fit.queue;
     let disk = m.device.rsplit('/').next().unwrap_or(&m.device);
     let mut s = String::new();
@@ -709,11 +794,14 @@ pub fn profile_toml(m: &Measured, fit: &Fit, other: &Fit, name: &str) -> String 
     );
     let _ = writeln!(
         s,
-        "# Model: {} (mean |error| of IOPS and mean latency over the probes {:.1}%; the {} model fits to {:.1}%).",
-        fit.params.model(),
+        "# Model: {} (mean |error| of IOPS and mean latency over the probes {:.1}%). Other candidates: {}.",
+        fit_label(fit),
         fit.error * 100.0,
-        other.params.model(),
-        other.error * 100.0
+        fits[1..]
+            .iter()
+            .map(|f| format!("{} {:.1}%", fit_label(f), f.error * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     s.push_str("# Measured points and what the fitted profile gives in simulation:\n#\n");
     for line in error_table(m, fit).lines() {
@@ -725,8 +813,8 @@ pub fn profile_toml(m: &Measured, fit: &Fit, other: &Fit, name: &str) -> String 
     let _ = writeln!(s, "model = \"{}\"", fit.params.model());
     let _ = writeln!(
         s,
-        "description = \"{disk} calibrated: {} model fitted to {} fio probes ({:.1}% mean error)\"",
-        fit.params.model(),
+        "description = \"{disk} calibrated: {} fitted to {} fio probes ({:.1}% mean error)\"",
+        fit_label(fit),
         PROBES.len(),
         fit.error * 100.0
     );
@@ -817,6 +905,34 @@ pub fn profile_toml(m: &Measured, fit: &Fit, other: &Fit, name: &str) -> String 
             let _ = writeln!(s, "bandwidth = {}         # bytes/s per hardware queue: the throughput ceiling that fits best", r.bandwidth);
         }
     }
+    if let Some(c) = &fit.cpu {
+        s.push_str(
+            "\n# CPU cost of the I/O path on this host: the device's per-request work runs on\n",
+        );
+        s.push_str(
+            "# the CPUs (a tmpfs-backed loop copies in the submitter's context), so it is\n",
+        );
+        s.push_str(
+            "# charged as driver time; scheduler hooks (built-in costs) then compete for it.\n",
+        );
+        s.push_str("[cpu]\n");
+        let _ = writeln!(
+            s,
+            "submit_ns = {}              # ns per bio, block layer submission (default)",
+            c.submit_ns
+        );
+        let _ = writeln!(s, "driver_ns = {}             # ns per request in queue_rq: fitted to the QD64 4 KiB read IOPS ceiling", c.driver_ns);
+        let _ = writeln!(
+            s,
+            "complete_ns = {}            # ns per request, completion (default)",
+            c.complete_ns
+        );
+        let _ = writeln!(
+            s,
+            "lock_handoff_ns = {}        # ns, contended lock moving between CPUs (default)",
+            c.lock_handoff_ns
+        );
+    }
     s
 }
 
@@ -827,18 +943,35 @@ pub fn calibrate(
     probe_time: Ns,
     passes: usize,
     cpus: usize,
+    model: Option<&str>,
     verbose: bool,
 ) -> Result<(String, String), String> {
+    let key = |f: &Fit| match (&f.params, &f.cpu) {
+        (Params::Nvme(_), Some(_)) => "cpu",
+        (p, _) => p.model(),
+    };
+    if let Some(m) = model {
+        if !["nvme", "cpu", "ram"].contains(&m) {
+            return Err(format!("--model: expected nvme, cpu or ram, got '{m}'"));
+        }
+    }
     let busy = super::runner::busy_note();
     let m = measure(dev, force, probe_time, passes, verbose)?;
     if verbose {
-        eprintln!("calibrate: fitting the nvme and ram models (simulating the probes) ...");
+        eprintln!("calibrate: fitting nvme, nvme with a CPU-bound path, and ram (simulating the probes) ...");
     }
     let t0 = std::time::Instant::now();
-    let (best, other, evals) = fit(&m, cpus, probe_time.min(NS_PER_SEC / 4));
+    let (mut fits, evals) = fit(&m, cpus, probe_time.min(NS_PER_SEC / 4));
+    if let Some(want) = model {
+        if let Some(i) = fits.iter().position(|f| key(f) == want) {
+            let f = fits.remove(i);
+            fits.insert(0, f);
+        }
+    }
+    let best = &fits[0];
     let disk = m.device.rsplit('/').next().unwrap_or("dev").to_string();
     let name = format!("calibrated-{disk}");
-    let toml = profile_toml(&m, &best, &other, &name);
+    let toml = profile_toml(&m, &fits, &name);
     // The profile must load exactly as `elevator run --device FILE` loads it.
     let tmp = TempDir::new("elevator-profile-check")?;
     let p = tmp.path().join("profile.toml");
@@ -858,13 +991,21 @@ pub fn calibrate(
     );
     let _ = writeln!(
         report,
-        "model {}: mean |error| {:.1}% (IOPS and mean latency); model {}: {:.1}%",
-        best.params.model(),
+        "mean |error| of IOPS and mean latency: {} {:.1}% (written{}); other candidates: {}",
+        fit_label(best),
         best.error * 100.0,
-        other.params.model(),
-        other.error * 100.0
+        if model.is_some() {
+            ", as --model asked"
+        } else {
+            ", the best fit"
+        },
+        fits[1..]
+            .iter()
+            .map(|f| format!("{} {:.1}%", fit_label(f), f.error * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
-    report.push_str(&error_table(&m, &best));
+    report.push_str(&error_table(&m, best));
     if let Some(b) = busy {
         let _ = writeln!(report, "note: {b}");
     }
@@ -923,6 +1064,7 @@ mod tests {
             sim_time: 50 * NS_PER_MS,
             cpus: 2,
             evaluations: 0,
+            cpu: None,
         };
         let measured = f.simulate_all(&Params::Nvme(truth));
         f.measured = measured.clone();
@@ -938,12 +1080,19 @@ mod tests {
             points: measured,
         };
         let ram = f.fit_ram();
-        let toml = profile_toml(&m, &fit, &ram, "calibrated-loop9");
+        let cpu = f.fit_cpu_bound(&fit);
+        assert!(cpu.cpu.is_some());
+        let toml = profile_toml(&m, &[fit, ram, cpu.clone()], "calibrated-loop9");
         let tmp = TempDir::new("elevator-calib-test").unwrap();
         let p = tmp.path().join("p.toml");
         std::fs::write(&p, &toml).unwrap();
         let prof = crate::device::load_profile(&p.display().to_string()).unwrap();
         assert_eq!(prof.model, "nvme");
         assert!(toml.contains("randread-qd64"), "{toml}");
+        // A CPU-bound fit writes a [cpu] table that loads too.
+        let toml = profile_toml(&m, &[cpu], "calibrated-loop9");
+        std::fs::write(&p, &toml).unwrap();
+        let prof = crate::device::load_profile(&p.display().to_string()).unwrap();
+        assert!(prof.cpu.is_some_and(|c| c.driver_ns > 0), "{toml}");
     }
 }

@@ -7,7 +7,7 @@ use super::signal;
 use super::validate::{self, Inputs, SimSettings};
 use crate::cli::{parse_duration, parse_run_args, sim_config, CliError, EXIT_BAD_INPUT};
 use crate::device::load_profile;
-use crate::job::{self, JobFile};
+use crate::job;
 use crate::report::table::{self, Column, Outcome};
 use crate::report::{fio_json, fio_text, RunReport};
 use crate::sched;
@@ -78,6 +78,9 @@ OPTIONS:
     --probe-time DURATION   per probe (default 2s)
     --repeat N              median of N passes
     --cpus N                simulated CPUs (default: this machine's)
+    --model M               write this fit instead of the best one: nvme (device-
+                            bound), cpu (nvme with the per-request work on the
+                            CPUs, [cpu] table), ram
     --force                 probe a device that is in use (destroys its data)
     --quiet                 no progress lines
 ";
@@ -100,6 +103,7 @@ OPTIONS:
     --repeat N, --force, --save-json DIR, --quiet   as for lab
     --profile P             device profile (built-in name or TOML file)
     --probe-time D          calibration probe length (default 2s)
+    --model M               calibration model (nvme, cpu, ram; default: best fit)
     --save-profile FILE     keep the calibrated profile
     --cpus N                simulated CPUs (default: this machine's)
     --format FMT            table (default) or json
@@ -280,11 +284,6 @@ fn emit(out: &str, path: Option<&str>) -> Result<(), CliError> {
             Ok(())
         }
     }
-}
-
-fn parse_jobs(path: &str) -> Result<JobFile, CliError> {
-    let env = |n: &str| std::env::var(n).ok();
-    job::parse_file(std::path::Path::new(path), &env).map_err(|e| bad(e.to_string()))
 }
 
 fn one_job(a: &Args, cmd: &str) -> Result<String, CliError> {
@@ -477,7 +476,7 @@ pub fn cmd_loop(args: &[String]) -> Result<(), CliError> {
 pub fn cmd_calibrate(args: &[String]) -> Result<(), CliError> {
     let a = Args::parse(
         args,
-        &["output", "o", "probe-time", "repeat", "cpus"],
+        &["output", "o", "probe-time", "repeat", "cpus", "model"],
         &["force", "quiet", "h", "help"],
     )?;
     if a.help() {
@@ -495,9 +494,16 @@ pub fn cmd_calibrate(args: &[String]) -> Result<(), CliError> {
     let passes = number(&a, "repeat", 1, 100)?;
     let cpus = number(&a, "cpus", validate::machine_cpus(), 4096)?;
     let out = a.get("output").or_else(|| a.get("o"));
-    let (toml, report) =
-        calibrate::calibrate(&dev, a.flag("force"), probe, passes, cpus, !a.flag("quiet"))
-            .map_err(failed)?;
+    let (toml, report) = calibrate::calibrate(
+        &dev,
+        a.flag("force"),
+        probe,
+        passes,
+        cpus,
+        a.get("model"),
+        !a.flag("quiet"),
+    )
+    .map_err(failed)?;
     match out {
         Some(p) => {
             std::fs::write(p, &toml).map_err(|e| bad(format!("{p}: {e}")))?;
@@ -515,7 +521,7 @@ pub fn cmd_calibrate(args: &[String]) -> Result<(), CliError> {
 /// `elevator validate`.
 pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
     let mut valued = LAB_VALUED.to_vec();
-    valued.extend(["profile", "probe-time", "save-profile", "cpus"]);
+    valued.extend(["profile", "probe-time", "save-profile", "cpus", "model"]);
     let a = Args::parse(args, &valued, &["force", "quiet", "h", "help"])?;
     if a.help() {
         print!("{VALIDATE_HELP}");
@@ -524,7 +530,7 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
     let job = one_job(&a, "validate")?;
     let fmts = formats(&a, &["table", "json"], "table")?;
     let o = lab_options(&a, &job)?;
-    let jf = parse_jobs(&job)?;
+    let jf = super::jobfile::parse_for_device(std::path::Path::new(&job), &o.dev).map_err(bad)?;
     let cpus = number(&a, "cpus", validate::machine_cpus(), 4096)?;
     let mut notes = Vec::new();
     let profile = match a.get("profile") {
@@ -533,7 +539,8 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
             let probe = duration(&a, "probe-time")?.unwrap_or(2 * NS_PER_SEC);
             eprintln!("validate: no --profile given: calibrating {} first", o.dev);
             let (toml, report) =
-                calibrate::calibrate(&o.dev, o.force, probe, 1, cpus, o.verbose).map_err(failed)?;
+                calibrate::calibrate(&o.dev, o.force, probe, 1, cpus, a.get("model"), o.verbose)
+                    .map_err(failed)?;
             eprint!("{report}");
             let tmp = super::TempDir::new("elevator-validate").map_err(failed)?;
             let path = match a.get("save-profile") {

@@ -66,6 +66,25 @@ fn strip_comment(line: &str) -> &str {
     }
 }
 
+/// Parse a job file as it will run on `device`: every filename replaced
+/// first, so a `filename=${DEV}` whose variable is unset still parses.
+/// Cgroup names stay as the user wrote them.
+pub fn parse_for_device(path: &Path, device: &str) -> Result<crate::job::JobFile, String> {
+    let text = read_inlined(path)?;
+    let none = |_: &str| None;
+    let text = rewrite(
+        &text,
+        &Rewrite {
+            device,
+            cgroup: &none,
+            max_runtime: None,
+        },
+    );
+    let env = |n: &str| std::env::var(n).ok();
+    let base = path.parent().unwrap_or(Path::new(""));
+    crate::job::parse_str(&text, &path.display().to_string(), base, &env).map_err(|e| e.to_string())
+}
+
 /// What to change in the job file.
 pub struct Rewrite<'a> {
     /// The block device every job uses.
@@ -221,6 +240,20 @@ runtime=5
             },
         );
         assert_eq!(out.matches("runtime=1500ms").count(), 3, "{out}");
+    }
+
+    #[test]
+    fn unset_device_variable_still_parses() {
+        let dir = crate::lab::TempDir::new("elevator-jobfile-test").unwrap();
+        let p = dir.path().join("j.fio");
+        std::fs::write(
+            &p,
+            "[global]\nfilename=${ELEVATOR_TEST_UNSET_DEV}\n[a]\nrw=read\ncgroup=g1\n",
+        )
+        .unwrap();
+        let jf = parse_for_device(&p, "/dev/loop9").unwrap();
+        assert_eq!(jf.jobs[0].filenames, vec!["/dev/loop9".to_string()]);
+        assert_eq!(jf.jobs[0].cgroup.as_deref(), Some("g1"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::device::{BlockDev, Queue, QueueGuard};
 use super::fio::{self, CpuTimes};
 use super::jobfile::{self, Rewrite};
 use super::{signal, TempDir};
-use crate::job::{self, JobFile};
+use crate::job::JobFile;
 use crate::report::RunReport;
 use crate::sched::SCHEDULERS;
 use crate::sim::time::Ns;
@@ -223,8 +223,7 @@ pub fn run_lab(o: &LabOptions) -> Result<LabResult, String> {
             offered.join(", ")
         ));
     }
-    let env = |n: &str| std::env::var(n).ok();
-    let jf: JobFile = job::parse_file(&o.job, &env).map_err(|e| e.to_string())?;
+    let jf: JobFile = jobfile::parse_for_device(&o.job, &result.device)?;
     let (queue_sets, iosched_sets) = split_sets(&q, &o.sets)?;
     if let Some(n) = busy_note() {
         result.notes.push(n);

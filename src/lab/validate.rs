@@ -62,6 +62,14 @@ pub fn simulate_with(jf: &JobFile, scheduler: &str, s: &SimSettings) -> Result<R
     };
     let mut cfg = cli::sim_config(&o).map_err(|e| e.message)?;
     cfg.profile = s.profile.clone();
+    // The CPU costs come from this profile (sim_config took the built-in
+    // one's), with `--set cpu/...` applied on top as `run` does.
+    cfg.cpu_costs = s.profile.cpu.clone().unwrap_or_default();
+    for (k, v) in &o.sets {
+        if let Some(name) = k.strip_prefix("cpu/") {
+            cfg.cpu_costs.set(name, v)?;
+        }
+    }
     cfg.progress = None;
     let mut r = simulate(jf, cfg)?;
     r.elevator.device = s.profile.name.clone();
