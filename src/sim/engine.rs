@@ -931,6 +931,11 @@ impl Simulation {
         for t in self.block.tunables() {
             knobs.push((format!("iosched/{}", t.name), t.value));
         }
+        // fio prints no disk stats when no job touched a device (null engine).
+        let used_device = self
+            .jobs
+            .iter()
+            .any(|j| j.phase != Phase::Skipped && j.kind != EngineKind::Null);
         let jobs = self
             .jobs
             .into_iter()
@@ -955,7 +960,7 @@ impl Simulation {
         Ok(RunReport {
             global_options: self.global_options,
             jobs,
-            disk_util: vec![disk],
+            disk_util: if used_device { vec![disk] } else { Vec::new() },
             elevator: ElevatorMeta {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 mode: "simulation".into(),
