@@ -1,9 +1,11 @@
 //! `elevator calibrate DEV`: short fio probes on a real device, fitted into a
 //! device profile the simulator accepts (`elevator run --device FILE.toml`).
 //!
-//! Probes (scheduler `none`, libaio, direct=1, one job each): 4 KiB random
-//! reads and writes at queue depth 1, 4, 16 and 64; 128 KiB sequential reads
-//! and writes at depth 8; a 70/30 random mix at depth 16.
+//! Probes (scheduler `none`, libaio, direct=1): 4 KiB random reads and
+//! writes at queue depth 1, 4, 16 and 64 from one job; 128 KiB sequential
+//! reads and writes at depth 8; a 70/30 random mix at depth 16; 4 KiB random
+//! reads and writes from 4 jobs at depth 16 (a device ceiling stays, a
+//! per-CPU one grows with submitters).
 //!
 //! The fit runs the simulator itself on the same probe jobs: a first guess
 //! from the measured points (QD1 latency, throughput ceilings), then
@@ -36,6 +38,8 @@ pub struct Probe {
     pub qd: u32,
     /// rwmixread for mixed probes.
     pub mix_read: Option<u32>,
+    /// numjobs (reported as one group).
+    pub jobs: u32,
 }
 
 pub const PROBES: &[Probe] = &[
@@ -45,6 +49,7 @@ pub const PROBES: &[Probe] = &[
         bs: 4096,
         qd: 1,
         mix_read: None,
+        jobs: 1,
     },
     Probe {
         name: "randread-qd4",
@@ -52,6 +57,7 @@ pub const PROBES: &[Probe] = &[
         bs: 4096,
         qd: 4,
         mix_read: None,
+        jobs: 1,
     },
     Probe {
         name: "randread-qd16",
@@ -59,6 +65,7 @@ pub const PROBES: &[Probe] = &[
         bs: 4096,
         qd: 16,
         mix_read: None,
+        jobs: 1,
     },
     Probe {
         name: "randread-qd64",
@@ -66,6 +73,7 @@ pub const PROBES: &[Probe] = &[
         bs: 4096,
         qd: 64,
         mix_read: None,
+        jobs: 1,
     },
     Probe {
         name: "randwrite-qd1",
@@ -73,6 +81,7 @@ pub const PROBES: &[Probe] = &[
         bs: 4096,
         qd: 1,
         mix_read: None,
+        jobs: 1,
     },
     Probe {
         name: "randwrite-qd4",
@@ -80,6 +89,7 @@ pub const PROBES: &[Probe] = &[
         bs: 4096,
         qd: 4,
         mix_read: None,
+        jobs: 1,
     },
     Probe {
         name: "randwrite-qd16",
@@ -87,6 +97,7 @@ pub const PROBES: &[Probe] = &[
         bs: 4096,
         qd: 16,
         mix_read: None,
+        jobs: 1,
     },
     Probe {
         name: "randwrite-qd64",
@@ -94,6 +105,7 @@ pub const PROBES: &[Probe] = &[
         bs: 4096,
         qd: 64,
         mix_read: None,
+        jobs: 1,
     },
     Probe {
         name: "seqread-128k",
@@ -101,6 +113,7 @@ pub const PROBES: &[Probe] = &[
         bs: 131072,
         qd: 8,
         mix_read: None,
+        jobs: 1,
     },
     Probe {
         name: "seqwrite-128k",
@@ -108,6 +121,7 @@ pub const PROBES: &[Probe] = &[
         bs: 131072,
         qd: 8,
         mix_read: None,
+        jobs: 1,
     },
     Probe {
         name: "mix70-qd16",
@@ -115,6 +129,25 @@ pub const PROBES: &[Probe] = &[
         bs: 4096,
         qd: 16,
         mix_read: Some(70),
+        jobs: 1,
+    },
+    // Several submitters: tells a device ceiling (the same for any number of
+    // jobs) from a per-CPU one (grows with jobs up to the CPUs).
+    Probe {
+        name: "randread-qd16x4",
+        rw: "randread",
+        bs: 4096,
+        qd: 16,
+        mix_read: None,
+        jobs: 4,
+    },
+    Probe {
+        name: "randwrite-qd16x4",
+        rw: "randwrite",
+        bs: 4096,
+        qd: 16,
+        mix_read: None,
+        jobs: 4,
     },
 ];
 
@@ -131,6 +164,9 @@ impl Probe {
         );
         if let Some(m) = self.mix_read {
             let _ = writeln!(s, "rwmixread={m}");
+        }
+        if self.jobs > 1 {
+            let _ = writeln!(s, "numjobs={}\ngroup_reporting=1", self.jobs);
         }
         s
     }
@@ -421,6 +457,10 @@ impl Fitter {
         let seq_w = self.m("seqwrite-128k").bw_bytes.max(max_w * 4096.0);
         let c_r = 1e9 / max_r.max(1.0);
         let c_w = 1e9 / max_w.max(1.0);
+        let max_jobs = self
+            .m("randread-qd16x4")
+            .iops
+            .max(self.m("randwrite-qd16x4").iops);
         // Jitter from the QD1 read tail: Exp(1) has p99 = 4.6 x mean.
         let ratio = if rr1.lat_us > 0.0 {
             rr1.p99_us / rr1.lat_us
@@ -443,7 +483,8 @@ impl Fitter {
             jitter: (jitter * 1000.0).round() / 1000.0,
         };
         let mut best: Option<(f64, NvmeParams, Vec<Point>)> = None;
-        let controllers = [c_r, (c_r * c_w).sqrt(), c_w];
+        let c_jobs = 1e9 / max_jobs.max(1.0);
+        let controllers = [c_r, (c_r * c_w).sqrt(), c_w, c_jobs];
         for c in controllers {
             for units in [1u32, 2, 4, 8, 16, 64] {
                 if signal::interrupted().is_some() {
@@ -510,7 +551,6 @@ impl Fitter {
         let Params::Nvme(mut n) = device.params.clone() else {
             return device.clone();
         };
-        n.controller_ns = 100;
         n.units = 64;
         let target = self.m("randread-qd64").iops;
         let saved = self.cpu.take();
@@ -519,34 +559,40 @@ impl Fitter {
             ..CpuCosts::default()
         };
         let mut best: Option<(f64, Ns, NvmeParams, Vec<Point>)> = None;
-        for _ in 0..2 {
-            // More driver time, fewer IOPS: bisect for the QD64 ceiling.
-            let (mut lo, mut hi) = (0 as Ns, 100_000 as Ns);
-            for _ in 0..14 {
-                let mid = (lo + hi) / 2;
-                self.cpu = Some(costs(mid));
-                let got = self.s(&Params::Nvme(n.clone()), "randread-qd64").iops;
-                if got > target {
-                    lo = mid;
-                } else {
-                    hi = mid;
+        // The device part adds no ceiling of its own: all of it is CPU. (A
+        // device cap on top would take the ceiling back from the CPUs and
+        // with it the scheduler cost this candidate is for.)
+        {
+            n.controller_ns = 100;
+            for _ in 0..2 {
+                // More driver time, fewer IOPS: bisect for the one-job QD64 ceiling.
+                let (mut lo, mut hi) = (0 as Ns, 100_000 as Ns);
+                for _ in 0..14 {
+                    let mid = (lo + hi) / 2;
+                    self.cpu = Some(costs(mid));
+                    let got = self.s(&Params::Nvme(n.clone()), "randread-qd64").iops;
+                    if got > target {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
                 }
-            }
-            let driver = (lo + hi) / 2;
-            self.cpu = Some(costs(driver));
-            let mut p = Params::Nvme(n.clone());
-            self.tune_latency(&mut p);
-            let Params::Nvme(tuned) = p else {
-                unreachable!()
-            };
-            n = tuned;
-            let (e, sim) = self.eval(&Params::Nvme(n.clone()));
-            if best.as_ref().is_none_or(|(b, _, _, _)| e < *b) {
-                best = Some((e, driver, n.clone(), sim));
+                let driver = (lo + hi) / 2;
+                self.cpu = Some(costs(driver));
+                let mut p = Params::Nvme(n.clone());
+                self.tune_latency(&mut p);
+                let Params::Nvme(tuned) = p else {
+                    unreachable!()
+                };
+                n = tuned;
+                let (e, sim) = self.eval(&Params::Nvme(n.clone()));
+                if best.as_ref().is_none_or(|(b, _, _, _)| e < *b) {
+                    best = Some((e, driver, n.clone(), sim));
+                }
             }
         }
         self.cpu = saved;
-        let (error, driver, n, simulated) = best.expect("two rounds ran");
+        let (error, driver, n, simulated) = best.expect("rounds ran");
         Fit {
             params: Params::Nvme(n),
             cpu: Some(costs(driver)),
@@ -869,7 +915,11 @@ pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
                 "unit_bandwidth = {}   # bytes/s per unit: scaled with the 128 KiB sequential read",
                 n.unit_bandwidth
             );
-            let _ = writeln!(s, "controller_ns = {}          # ns per command, serialised: the 4 KiB IOPS ceiling (QD64)", n.controller_ns);
+            if fit.cpu.is_some() {
+                let _ = writeln!(s, "controller_ns = {}          # ns per command: no device ceiling, the CPUs ([cpu]) are the bottleneck", n.controller_ns);
+            } else {
+                let _ = writeln!(s, "controller_ns = {}          # ns per command, serialised: the 4 KiB IOPS ceiling (QD64)", n.controller_ns);
+            }
             let _ = writeln!(
                 s,
                 "link_read_bandwidth = {}   # bytes/s: 128 KiB sequential read throughput",
@@ -962,6 +1012,9 @@ pub fn calibrate(
     }
     let t0 = std::time::Instant::now();
     let (mut fits, evals) = fit(&m, cpus, probe_time.min(NS_PER_SEC / 4));
+    if let Some(sig) = signal::interrupted() {
+        return Err(format!("interrupted by signal {sig} while fitting"));
+    }
     if let Some(want) = model {
         if let Some(i) = fits.iter().position(|f| key(f) == want) {
             let f = fits.remove(i);
@@ -1021,7 +1074,7 @@ mod tests {
         for p in PROBES {
             let text = p.job("/dev/x", 1500 * NS_PER_MS);
             let jf = job::parse_str(&text, p.name, Path::new("."), &|_| None).unwrap();
-            assert_eq!(jf.jobs.len(), 1);
+            assert_eq!(jf.jobs.len(), p.jobs as usize);
             assert_eq!(jf.jobs[0].iodepth, p.qd);
             assert_eq!(jf.jobs[0].runtime, Some(1500 * NS_PER_MS));
         }

@@ -68,10 +68,11 @@ USAGE:
     elevator calibrate DEV [-o PROFILE.toml] [OPTIONS]
 
 Probes (scheduler none): 4 KiB random read and write at QD 1, 4, 16, 64;
-128 KiB sequential read and write; a 70/30 mix. The nvme and ram models are
-fitted by simulating the probes; the better fit is written as a documented
-TOML (comments hold the measured points) for `elevator run --device FILE`.
-The fit's error per probe is printed.
+128 KiB sequential read and write; a 70/30 mix; 4 jobs of 4 KiB random read
+and write at QD 16. Three models are fitted by simulating the probes (nvme,
+nvme with the per-request work on the CPUs, ram); the best fit is written as
+a documented TOML (comments hold the measured points) for
+`elevator run --device FILE`. The fit's error per probe is printed.
 
 OPTIONS:
     -o, --output FILE       profile file (default: print it)
