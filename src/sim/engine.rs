@@ -379,50 +379,20 @@ impl Simulation {
                     self.to_step.push(j);
                 }
                 Event::DeviceComplete(rq) => {
-                    let mut env = Env {
-                        now: t,
-                        events: &mut self.events,
-                        done: &mut self.done,
-                        woken: &mut self.woken,
-                    };
-                    self.block.device_complete(&mut env, rq);
+                    self.with_block(t, |b, env| b.device_complete(env, rq));
                 }
                 Event::DeviceWake(tok) => {
-                    let mut env = Env {
-                        now: t,
-                        events: &mut self.events,
-                        done: &mut self.done,
-                        woken: &mut self.woken,
-                    };
-                    self.block.device_wake(&mut env, tok);
+                    self.with_block(t, |b, env| b.device_wake(env, tok));
                 }
                 Event::QueueRun(h) => {
-                    let mut env = Env {
-                        now: t,
-                        events: &mut self.events,
-                        done: &mut self.done,
-                        woken: &mut self.woken,
-                    };
-                    self.block.delayed_run(&mut env, h);
+                    self.with_block(t, |b, env| b.delayed_run(env, h));
                 }
                 Event::ElvTimer(tok) => {
-                    let mut env = Env {
-                        now: t,
-                        events: &mut self.events,
-                        done: &mut self.done,
-                        woken: &mut self.woken,
-                    };
-                    self.block.elv_timer(&mut env, tok);
+                    self.with_block(t, |b, env| b.elv_timer(env, tok));
                 }
                 Event::Switch(i) => {
                     let name = self.switches[i as usize].1.clone();
-                    let mut env = Env {
-                        now: t,
-                        events: &mut self.events,
-                        done: &mut self.done,
-                        woken: &mut self.woken,
-                    };
-                    self.block.request_switch(&mut env, &name)?;
+                    self.with_block(t, |b, env| b.request_switch(env, &name))?;
                 }
             }
             self.settle();
@@ -437,6 +407,17 @@ impl Simulation {
             }
         }
         self.finish()
+    }
+
+    /// Call into the block layer with an environment at time `now`.
+    fn with_block<R>(&mut self, now: Ns, f: impl FnOnce(&mut BlockLayer, &mut Env) -> R) -> R {
+        let mut env = Env {
+            now,
+            events: &mut self.events,
+            done: &mut self.done,
+            woken: &mut self.woken,
+        };
+        f(&mut self.block, &mut env)
     }
 
     /// Deliver completions and wake-ups, then step the jobs that can act.
@@ -747,15 +728,9 @@ impl Simulation {
                 cpu: job.cpu,
                 owner: ((j as u64) << 32) | p.slot as u64,
             };
-            let mut env = Env {
-                now,
-                events: &mut self.events,
-                done: &mut self.done,
-                woken: &mut self.woken,
-            };
-            let r =
-                self.block
-                    .submit_bio(&mut env, &b, if plugged { Some(&mut plug) } else { None });
+            let r = self.with_block(now, |blk, env| {
+                blk.submit_bio(env, &b, if plugged { Some(&mut plug) } else { None })
+            });
             let job = &mut self.jobs[j];
             match r {
                 SubmitResult::Taken => {
@@ -771,13 +746,7 @@ impl Simulation {
             }
         }
         if plugged {
-            let mut env = Env {
-                now,
-                events: &mut self.events,
-                done: &mut self.done,
-                woken: &mut self.woken,
-            };
-            self.block.finish_plug(&mut env, &mut plug);
+            self.with_block(now, |b, env| b.finish_plug(env, &mut plug));
         }
         self.jobs[j].plug = plug;
     }
