@@ -179,6 +179,8 @@ pub struct CpuState {
     /// The CPU that is doing the current piece of work, and how far it got.
     cur: u16,
     cur_t: Ns,
+    /// When the current piece of work started (for the busy total).
+    cur_begin: Ns,
     /// Total CPU time charged per CPU (for utilisation).
     pub busy_ns: Vec<Ns>,
 }
@@ -192,6 +194,7 @@ impl CpuState {
             last_lock: vec![Ns::MAX; nr_cpus],
             cur: 0,
             cur_t: 0,
+            cur_begin: 0,
             busy_ns: vec![0; nr_cpus],
         }
     }
@@ -203,50 +206,51 @@ impl CpuState {
     pub fn begin(&mut self, cpu: u16, now: Ns) -> Ns {
         self.cur = cpu;
         self.cur_t = now.max(self.free[cpu as usize]);
+        self.cur_begin = self.cur_t;
         self.cur_t
     }
     /// Charge `ns` of plain CPU work.
+    #[inline]
     pub fn charge(&mut self, ns: Ns) {
         self.cur_t += ns;
-        self.busy_ns[self.cur as usize] += ns;
     }
     /// Charge `ns` of work under the queue lock (spinning while another CPU holds it).
     ///
     /// Taking the lock from another CPU costs `handoff` (the lock word and the
     /// scheduler's hot data move between caches); the more other CPUs used the
     /// lock recently, the more the lines bounce: +1/4 hand-off per extra one.
+    #[inline]
     pub fn locked(&mut self, ns: Ns, handoff: Ns) {
+        let cur = self.cur;
         let start = self.cur_t.max(self.lock_free);
-        let extra = if self.lock_owner != self.cur && self.lock_owner != u16::MAX {
-            if self.last_lock.len() <= 2 {
-                // At most one other CPU: a plain hand-off.
-                handoff
-            } else {
-                self.contended_handoff(start, handoff)
-            }
-        } else {
+        let extra = if self.lock_owner == cur || self.lock_owner == u16::MAX {
             0
+        } else if self.last_lock.len() <= 2 {
+            // At most one other CPU: a plain hand-off.
+            handoff
+        } else {
+            self.contended_handoff(start, handoff)
         };
         let end = start + extra + ns;
-        self.busy_ns[self.cur as usize] += end - self.cur_t;
         self.cur_t = end;
         self.lock_free = end;
-        self.lock_owner = self.cur;
-        self.last_lock[self.cur as usize] = end;
+        self.lock_owner = cur;
+        if let Some(t) = self.last_lock.get_mut(cur as usize) {
+            *t = end;
+        }
     }
 
+    #[cold]
     fn contended_handoff(&self, start: Ns, handoff: Ns) -> Ns {
-        {
-            let others = self
-                .last_lock
-                .iter()
-                .enumerate()
-                .filter(|&(c, &t)| {
-                    c != self.cur as usize && t != Ns::MAX && t + CONTENTION_WINDOW >= start
-                })
-                .count() as Ns;
-            handoff + handoff * others.saturating_sub(1) / 4
-        }
+        let others = self
+            .last_lock
+            .iter()
+            .enumerate()
+            .filter(|&(c, &t)| {
+                c != self.cur as usize && t != Ns::MAX && t + CONTENTION_WINDOW >= start
+            })
+            .count() as Ns;
+        handoff + handoff * others.saturating_sub(1) / 4
     }
     /// The current CPU's time so far.
     pub fn now(&self) -> Ns {
@@ -256,6 +260,8 @@ impl CpuState {
     pub fn end(&mut self) -> Ns {
         let c = self.cur as usize;
         self.free[c] = self.free[c].max(self.cur_t);
+        self.busy_ns[c] += self.cur_t - self.cur_begin;
+        self.cur_begin = self.cur_t;
         self.cur_t
     }
 }

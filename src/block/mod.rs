@@ -216,6 +216,8 @@ pub struct BlockLayer {
     sched_cost: SchedCost,
     /// Device submissions are handed over in non-decreasing time.
     dev_clock: Ns,
+    /// The device limits budget (SCSI): read once, used on every dispatch.
+    dev_budget: bool,
 }
 
 /// What the core needs to know about the attached elevator on every request.
@@ -294,6 +296,7 @@ impl BlockLayer {
             sched_cost: costs.sched_cost("none"),
             costs,
             dev_clock: 0,
+            dev_budget: limits.budget,
         };
         let max_hw = limits.max_hw_sectors_kb;
         let max_kb = match bl.knobs.max_sectors_kb {
@@ -408,14 +411,25 @@ impl BlockLayer {
         self.elv.as_ref().map(|e| e.tunables()).unwrap_or_default()
     }
     pub fn hctx_of_cpu(&self, cpu: u16) -> u16 {
-        self.cpu_hctx[cpu as usize % self.nr_cpus]
+        self.cpu_hctx[self.cpu_index(cpu) as usize]
     }
 
     // ----- CPU time -----------------------------------------------------------
 
+    /// A task's CPU number within this queue's CPUs (tasks are placed on
+    /// CPUs below `nr_cpus`; a branch is cheaper than a division here).
+    #[inline]
+    fn cpu_index(&self, cpu: u16) -> u16 {
+        if (cpu as usize) < self.nr_cpus {
+            cpu
+        } else {
+            (cpu as usize % self.nr_cpus) as u16
+        }
+    }
+
     /// A task starts work on `cpu` at `now` (waiting until the CPU is free).
     pub fn cpu_begin(&mut self, cpu: u16, now: Ns) -> Ns {
-        self.cpu.begin(cpu % self.nr_cpus as u16, now)
+        self.cpu.begin(self.cpu_index(cpu), now)
     }
     /// Charge plain CPU time to the current work.
     pub fn cpu_charge(&mut self, ns: Ns) {
@@ -427,7 +441,7 @@ impl BlockLayer {
     }
     /// When `cpu` is free for new work.
     pub fn cpu_free_at(&self, cpu: u16) -> Ns {
-        self.cpu.free_at(cpu % self.nr_cpus as u16)
+        self.cpu.free_at(self.cpu_index(cpu))
     }
 
     /// Scheduler hook work: under the queue lock for single-lock schedulers.
@@ -457,7 +471,7 @@ impl BlockLayer {
             self.freeze_waiters.push(b.pid);
             return SubmitResult::Sleep;
         }
-        let cpu = b.cpu as usize % self.nr_cpus;
+        let cpu = self.cpu_index(b.cpu) as usize;
         let hctx = self.cpu_hctx[cpu] as usize;
         // A flush to a device without a volatile cache has nothing to do (blk-flush.c).
         if b.op == Op::Flush && !self.write_cache() {
@@ -534,6 +548,7 @@ impl BlockLayer {
     fn alloc_request(&mut self, env: &mut Env, b: &BioSubmit, hctx: usize) -> Option<RqId> {
         let bypass = b.op == Op::Flush || b.flags & flags::PASSTHROUGH != 0;
         let sync = b.op == Op::Read || b.flags & flags::SYNC != 0;
+        let cpu = self.cpu_index(b.cpu);
         match &self.elv {
             Some(_) if self.elv_props.legacy => {
                 let class = if sync { 0 } else { 1 };
@@ -584,7 +599,7 @@ impl BlockLayer {
             r.ioprio = b.ioprio;
             r.cgroup = b.cgroup;
             r.pid = b.pid;
-            r.cpu = b.cpu % self.nr_cpus as u16;
+            r.cpu = cpu;
             r.hctx = hctx as u16;
             r.start_ns = env.now;
         }
@@ -820,11 +835,15 @@ impl BlockLayer {
     }
 
     fn drain_device_out(&mut self, env: &mut Env) {
-        for (at, id) in self.dev_out.completions.drain(..) {
+        for &(at, id) in &self.dev_out.completions {
             env.events.push(at.max(env.now), Event::DeviceComplete(id));
         }
-        for (at, tok) in self.dev_out.wakeups.drain(..) {
-            env.events.push(at.max(env.now), Event::DeviceWake(tok));
+        self.dev_out.completions.clear();
+        if !self.dev_out.wakeups.is_empty() {
+            for &(at, tok) in &self.dev_out.wakeups {
+                env.events.push(at.max(env.now), Event::DeviceWake(tok));
+            }
+            self.dev_out.wakeups.clear();
         }
     }
 
@@ -853,22 +872,27 @@ impl BlockLayer {
         if self.frozen && self.pending_switch.is_some() && self.rqs.live() == 0 {
             return;
         }
-        if !self.has_pending(hctx) {
-            return;
-        }
         // 1. hctx->dispatch first; while it holds requests the elevator is not asked.
-        if !self.dispatch_list(env, hctx) {
+        let had_list = !self.hctxs[hctx].dispatch.is_empty();
+        if had_list && !self.dispatch_list(env, hctx) {
             return;
         }
-        if self.elv.is_some() {
-            self.dispatch_sched(env, hctx);
-        } else {
+        // 2. The elevator, or the software queues, when there is anything at all
+        //    (`blk_mq_hctx_has_pending`; with an elevator the software queues
+        //    stay empty).
+        if let Some(e) = self.elv.as_ref() {
+            let work = e.has_work(hctx as u16);
+            if had_list || work {
+                self.dispatch_sched(env, hctx, work);
+            }
+        } else if had_list || self.hctxs[hctx].ctx_pending > 0 {
             self.dispatch_ctxs(env, hctx);
         }
     }
 
-    fn dispatch_sched(&mut self, env: &mut Env, hctx: usize) {
-        let budget = self.device.limits().budget;
+    /// `work`: what `has_work` said just before (saves asking twice).
+    fn dispatch_sched(&mut self, env: &mut Env, hctx: usize, mut work: bool) {
+        let budget = self.dev_budget;
         // Pull one request per round when busy, else up to nr_requests (v6.17).
         let max = if self.hctxs[hctx].dispatch_busy > 0 {
             1
@@ -885,7 +909,10 @@ impl BlockLayer {
                 }
                 break;
             }
-            if !self.elv.as_ref().is_some_and(|e| e.has_work(hctx as u16)) {
+            if pulled > 0 {
+                work = self.elv.as_ref().is_some_and(|e| e.has_work(hctx as u16));
+            }
+            if !work {
                 break;
             }
             // SCSI budget: do not ask the scheduler while the device is full.

@@ -3,7 +3,8 @@
 //!
 //! Speed matters here: every request costs two events. The heap holds bare
 //! 16-byte keys (time in the high 64 bits, then a 40-bit sequence number and
-//! a 24-bit slot of the payload table), and the earliest event is often kept
+//! the event in 24 bits, or a slot of a payload table for the rare events
+//! that do not fit), and the earliest event is often kept
 //! outside the heap in a one-entry front slot: a completion's wake-up of its
 //! task usually lands before everything already queued, and then costs no
 //! heap work at all.
@@ -29,11 +30,20 @@ pub enum Event {
     Switch(u32),
 }
 
-const SLOT_BITS: u32 = 24;
-const SLOT_MASK: u128 = (1 << SLOT_BITS) - 1;
-/// Sequence numbers use the 40 bits above the slot; the queue renumbers its
+/// Low bits of a key: the event itself when it is small (a 3-bit kind and a
+/// 21-bit number), else kind `SLAB` and a slot of the payload table.
+const CODE_BITS: u32 = 24;
+const CODE_MASK: u128 = (1 << CODE_BITS) - 1;
+const ARG_BITS: u32 = CODE_BITS - 3;
+const ARG_LIMIT: u64 = 1 << ARG_BITS;
+const KIND_JOB_WAKE: u32 = 0;
+const KIND_DEVICE_COMPLETE: u32 = 1;
+const KIND_QUEUE_RUN: u32 = 2;
+const KIND_SWITCH: u32 = 3;
+const KIND_SLAB: u32 = 7;
+/// Sequence numbers use the 40 bits above the code; the queue renumbers its
 /// entries before they run out (after about 10^12 events).
-const SEQ_LIMIT: u64 = 1 << (64 - SLOT_BITS);
+const SEQ_LIMIT: u64 = 1 << (64 - CODE_BITS);
 const EMPTY: u128 = u128::MAX;
 
 pub struct EventQueue {
@@ -41,7 +51,7 @@ pub struct EventQueue {
     /// The earliest event when it is not in the heap (`EMPTY` otherwise);
     /// always earlier than every heap entry.
     front: u128,
-    /// Payload of each live key, indexed by its slot.
+    /// Events that do not fit in a key (device and elevator tokens).
     payload: Vec<Event>,
     free_slots: Vec<u32>,
     seq: u64,
@@ -64,7 +74,36 @@ impl EventQueue {
         }
     }
 
-    pub fn push(&mut self, at: Ns, ev: Event) {
+    /// The 24-bit code of `ev`.
+    #[inline]
+    fn encode(&mut self, ev: Event) -> u32 {
+        let small = |kind: u32, arg: u64| (arg < ARG_LIMIT).then(|| kind << ARG_BITS | arg as u32);
+        let code = match ev {
+            Event::JobWake(j) => small(KIND_JOB_WAKE, j as u64),
+            Event::DeviceComplete(rq) => small(KIND_DEVICE_COMPLETE, rq as u64),
+            Event::QueueRun(h) => small(KIND_QUEUE_RUN, h as u64),
+            Event::Switch(i) => small(KIND_SWITCH, i as u64),
+            Event::DeviceWake(_) | Event::ElvTimer(_) => None,
+        };
+        code.unwrap_or_else(|| self.to_slab(ev))
+    }
+
+    #[inline]
+    fn decode(&mut self, code: u32) -> Event {
+        let arg = code & (ARG_LIMIT as u32 - 1);
+        match code >> ARG_BITS {
+            KIND_JOB_WAKE => Event::JobWake(arg),
+            KIND_DEVICE_COMPLETE => Event::DeviceComplete(arg),
+            KIND_QUEUE_RUN => Event::QueueRun(arg as u16),
+            KIND_SWITCH => Event::Switch(arg),
+            _ => {
+                self.free_slots.push(arg);
+                self.payload[arg as usize]
+            }
+        }
+    }
+
+    fn to_slab(&mut self, ev: Event) -> u32 {
         let slot = match self.free_slots.pop() {
             Some(s) => {
                 self.payload[s as usize] = ev;
@@ -73,18 +112,23 @@ impl EventQueue {
             None => {
                 let s = self.payload.len() as u32;
                 assert!(
-                    (s as u128) < SLOT_MASK,
-                    "more than 16M events pending at once"
+                    (s as u64) < ARG_LIMIT,
+                    "more than 2M device or elevator timers pending"
                 );
                 self.payload.push(ev);
                 s
             }
         };
+        KIND_SLAB << ARG_BITS | slot
+    }
+
+    pub fn push(&mut self, at: Ns, ev: Event) {
+        let code = self.encode(ev);
         if self.seq + 1 >= SEQ_LIMIT {
             self.renumber();
         }
         self.seq += 1;
-        let key = ((at as u128) << 64) | ((self.seq as u128) << SLOT_BITS) | slot as u128;
+        let key = ((at as u128) << 64) | ((self.seq as u128) << CODE_BITS) | code as u128;
         if key < self.front {
             // New earliest event: it takes the front slot unless the heap
             // already holds something earlier.
@@ -107,9 +151,8 @@ impl EventQueue {
         } else {
             self.heap.pop()?.0
         };
-        let slot = (key & SLOT_MASK) as u32;
-        self.free_slots.push(slot);
-        Some(((key >> 64) as Ns, self.payload[slot as usize]))
+        let ev = self.decode((key & CODE_MASK) as u32);
+        Some(((key >> 64) as Ns, ev))
     }
 
     pub fn peek_time(&self) -> Option<Ns> {
@@ -140,8 +183,8 @@ impl EventQueue {
         }
         for (i, k) in keys.iter_mut().enumerate() {
             let time = *k >> 64;
-            let slot = *k & SLOT_MASK;
-            *k = (time << 64) | (((i as u128) + 1) << SLOT_BITS) | slot;
+            let code = *k & CODE_MASK;
+            *k = (time << 64) | (((i as u128) + 1) << CODE_BITS) | code;
         }
         self.seq = keys.len() as u64;
         self.heap = keys.into_iter().map(Reverse).collect();
@@ -193,6 +236,31 @@ mod tests {
             }
             assert_eq!(q.len(), reference.len());
         }
+    }
+
+    #[test]
+    fn every_kind_round_trips() {
+        let mut q = EventQueue::new();
+        let evs = [
+            Event::JobWake(7),
+            Event::JobWake(u32::MAX),
+            Event::DeviceComplete(3),
+            Event::DeviceComplete(1 << 22),
+            Event::QueueRun(65535),
+            Event::Switch(2),
+            Event::DeviceWake(u64::MAX),
+            Event::ElvTimer(42),
+        ];
+        for (i, e) in evs.iter().enumerate() {
+            q.push(100 - i as Ns, *e);
+        }
+        let mut out: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        out.reverse();
+        assert_eq!(out, evs.to_vec());
+        // Slab slots are reused.
+        q.push(1, Event::DeviceWake(5));
+        assert_eq!(q.pop(), Some((1, Event::DeviceWake(5))));
+        assert_eq!(q.payload.len(), 4, "four events did not fit in a key");
     }
 
     #[test]
