@@ -18,7 +18,7 @@ use crate::sim::event::{Event, EventQueue};
 use crate::sim::time::{Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
-use request::{flags, IoPrio, Op, RequestArena, RqId, NIL};
+use request::{flags, IoPrio, Op, Request, RequestArena, RqId, NIL};
 use std::collections::VecDeque;
 
 /// BLK_MQ_RESOURCE_DELAY: re-run a queue 3 ms after a resource shortage or a
@@ -576,33 +576,29 @@ impl BlockLayer {
                 self.hctxs[hctx].driver_tags += 1;
             }
         }
-        let id = self.rqs.alloc();
         self.inv.requests_allocated += 1;
         let use_sched = self.elv.is_some() && !bypass;
-        {
-            let r = &mut self.rqs[id];
-            r.op = b.op;
-            r.sector = b.sector;
-            r.nr_sectors = b.nr_sectors;
-            r.flags = b.flags
-                & (flags::SYNC
-                    | flags::FUA
-                    | flags::PREFLUSH
-                    | flags::PASSTHROUGH
-                    | flags::NOMERGE);
-            if self.elv.is_none() {
-                r.flags |= flags::DRIVER_TAG;
-            }
-            if use_sched {
-                r.flags |= flags::USE_SCHED;
-            }
-            r.ioprio = b.ioprio;
-            r.cgroup = b.cgroup;
-            r.pid = b.pid;
-            r.cpu = cpu;
-            r.hctx = hctx as u16;
-            r.start_ns = env.now;
+        let mut rflags = b.flags
+            & (flags::SYNC | flags::FUA | flags::PREFLUSH | flags::PASSTHROUGH | flags::NOMERGE);
+        if self.elv.is_none() {
+            rflags |= flags::DRIVER_TAG;
         }
+        if use_sched {
+            rflags |= flags::USE_SCHED;
+        }
+        let id = self.rqs.alloc_init(Request {
+            op: b.op,
+            sector: b.sector,
+            nr_sectors: b.nr_sectors,
+            flags: rflags,
+            ioprio: b.ioprio,
+            cgroup: b.cgroup,
+            pid: b.pid,
+            cpu,
+            hctx: hctx as u16,
+            start_ns: env.now,
+            ..Request::empty()
+        });
         // Disk accounting starts when the request is created (blk_account_io_start).
         self.disk.account(env.now);
         self.disk.in_flight += 1;

@@ -103,7 +103,7 @@ pub struct Request {
 }
 
 impl Request {
-    fn empty() -> Request {
+    pub fn empty() -> Request {
         Request {
             op: Op::Read,
             sector: 0,
@@ -154,17 +154,19 @@ impl RequestArena {
         RequestArena::default()
     }
     pub fn alloc(&mut self) -> RqId {
+        self.alloc_init(Request::empty())
+    }
+    /// Allocate a slot holding `rq` (one write of the whole request).
+    #[inline]
+    pub fn alloc_init(&mut self, mut rq: Request) -> RqId {
         self.live += 1;
+        rq.in_use = true;
         if let Some(id) = self.free.pop() {
-            let gen = self.slots[id as usize].gen;
             let slot = &mut self.slots[id as usize];
-            *slot = Request::empty();
-            slot.gen = gen;
-            slot.in_use = true;
+            rq.gen = slot.gen;
+            *slot = rq;
             id
         } else {
-            let mut rq = Request::empty();
-            rq.in_use = true;
             self.slots.push(rq);
             (self.slots.len() - 1) as RqId
         }
