@@ -376,7 +376,10 @@ impl Simulation {
                     if job.wake_pending == Some(t) {
                         job.wake_pending = None;
                     }
-                    self.to_step.push(j);
+                    // Completions and wake-ups were all delivered after the
+                    // previous event, so the job can act at once.
+                    debug_assert!(self.done.is_empty() && self.woken.is_empty());
+                    self.step(j as usize);
                 }
                 Event::DeviceComplete(rq) => {
                     self.with_block(t, |b, env| b.device_complete(env, rq));

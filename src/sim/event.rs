@@ -1,13 +1,13 @@
 //! The event queue: events ordered by (time, insertion sequence), so events
 //! at the same nanosecond run in the order they were scheduled.
 //!
-//! Speed matters here: every request costs two events. The heap holds bare
-//! 16-byte keys (time in the high 64 bits, then a 40-bit sequence number and
-//! the event in 24 bits, or a slot of a payload table for the rare events
-//! that do not fit), and the earliest event is often kept
-//! outside the heap in a one-entry front slot: a completion's wake-up of its
-//! task usually lands before everything already queued, and then costs no
-//! heap work at all.
+//! Speed matters here: every request costs two or three events. Keys are
+//! bare 16-byte integers (time in the high 64 bits, then a 40-bit sequence
+//! number and the event in 24 bits, or a slot of a payload table for the rare
+//! events that do not fit). Task wake-ups live in their own small heap (one
+//! or two per task) apart from device completions and timers (one per request
+//! in flight): most pops then sift through a heap of a few entries, and the
+//! (time, sequence) keys keep one total order across both heaps.
 
 use super::time::Ns;
 use std::cmp::Reverse;
@@ -44,13 +44,12 @@ const KIND_SLAB: u32 = 7;
 /// Sequence numbers use the 40 bits above the code; the queue renumbers its
 /// entries before they run out (after about 10^12 events).
 const SEQ_LIMIT: u64 = 1 << (64 - CODE_BITS);
-const EMPTY: u128 = u128::MAX;
 
 pub struct EventQueue {
+    /// Task wake-ups.
+    wakes: BinaryHeap<Reverse<u128>>,
+    /// Everything else.
     heap: BinaryHeap<Reverse<u128>>,
-    /// The earliest event when it is not in the heap (`EMPTY` otherwise);
-    /// always earlier than every heap entry.
-    front: u128,
     /// Events that do not fit in a key (device and elevator tokens).
     payload: Vec<Event>,
     free_slots: Vec<u32>,
@@ -66,8 +65,8 @@ impl Default for EventQueue {
 impl EventQueue {
     pub fn new() -> EventQueue {
         EventQueue {
+            wakes: BinaryHeap::new(),
             heap: BinaryHeap::new(),
-            front: EMPTY,
             payload: Vec::new(),
             free_slots: Vec::new(),
             seq: 0,
@@ -123,47 +122,48 @@ impl EventQueue {
     }
 
     pub fn push(&mut self, at: Ns, ev: Event) {
+        let wake = matches!(ev, Event::JobWake(_));
         let code = self.encode(ev);
         if self.seq + 1 >= SEQ_LIMIT {
             self.renumber();
         }
         self.seq += 1;
         let key = ((at as u128) << 64) | ((self.seq as u128) << CODE_BITS) | code as u128;
-        if key < self.front {
-            // New earliest event: it takes the front slot unless the heap
-            // already holds something earlier.
-            if self.front != EMPTY {
-                self.heap.push(Reverse(self.front));
-                self.front = key;
-            } else if self.heap.peek().is_none_or(|Reverse(m)| key < *m) {
-                self.front = key;
-            } else {
-                self.heap.push(Reverse(key));
-            }
+        if wake {
+            self.wakes.push(Reverse(key));
         } else {
             self.heap.push(Reverse(key));
         }
     }
 
     pub fn pop(&mut self) -> Option<(Ns, Event)> {
-        let key = if self.front != EMPTY {
-            std::mem::replace(&mut self.front, EMPTY)
-        } else {
-            self.heap.pop()?.0
+        let from_wakes = match (self.wakes.peek(), self.heap.peek()) {
+            (Some(Reverse(w)), Some(Reverse(h))) => w < h,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return None,
         };
+        let Reverse(key) = if from_wakes {
+            self.wakes.pop()
+        } else {
+            self.heap.pop()
+        }?;
         let ev = self.decode((key & CODE_MASK) as u32);
         Some(((key >> 64) as Ns, ev))
     }
 
     pub fn peek_time(&self) -> Option<Ns> {
-        if self.front != EMPTY {
-            return Some((self.front >> 64) as Ns);
-        }
-        self.heap.peek().map(|Reverse(k)| (k >> 64) as Ns)
+        let w = self.wakes.peek().map(|Reverse(k)| *k);
+        let h = self.heap.peek().map(|Reverse(k)| *k);
+        let first = match (w, h) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some((first >> 64) as Ns)
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() + usize::from(self.front != EMPTY)
+        self.wakes.len() + self.heap.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -173,21 +173,21 @@ impl EventQueue {
     /// Give the pending events fresh sequence numbers 1..=n in their order.
     #[cold]
     fn renumber(&mut self) {
-        let mut keys: Vec<u128> = Vec::with_capacity(self.len());
-        if self.front != EMPTY {
-            keys.push(self.front);
-            self.front = EMPTY;
+        let mut keys: Vec<(u128, bool)> = Vec::with_capacity(self.len());
+        keys.extend(self.wakes.drain().map(|Reverse(k)| (k, true)));
+        keys.extend(self.heap.drain().map(|Reverse(k)| (k, false)));
+        keys.sort_unstable();
+        for (i, (k, wake)) in keys.into_iter().enumerate() {
+            let time = k >> 64;
+            let code = k & CODE_MASK;
+            let k = (time << 64) | (((i as u128) + 1) << CODE_BITS) | code;
+            if wake {
+                self.wakes.push(Reverse(k));
+            } else {
+                self.heap.push(Reverse(k));
+            }
         }
-        while let Some(Reverse(k)) = self.heap.pop() {
-            keys.push(k);
-        }
-        for (i, k) in keys.iter_mut().enumerate() {
-            let time = *k >> 64;
-            let code = *k & CODE_MASK;
-            *k = (time << 64) | (((i as u128) + 1) << CODE_BITS) | code;
-        }
-        self.seq = keys.len() as u64;
-        self.heap = keys.into_iter().map(Reverse).collect();
+        self.seq = self.len() as u64;
     }
 }
 
@@ -209,7 +209,7 @@ mod tests {
     }
 
     /// The queue against a plain sorted reference, with interleaved pushes and
-    /// pops (the front slot must never let an event jump the order).
+    /// pops of both heaps' kinds (no event may jump the order).
     #[test]
     fn matches_a_sorted_reference() {
         let mut q = EventQueue::new();
@@ -225,13 +225,20 @@ mod tests {
             if r % 3 != 0 || reference.is_empty() {
                 let at = now + (r % 7) * (r % 50);
                 seq += 1;
-                q.push(at, Event::JobWake(step));
+                let ev = if r % 2 == 0 {
+                    Event::JobWake(step)
+                } else {
+                    Event::DeviceComplete(step)
+                };
+                q.push(at, ev);
                 reference.push((at, seq, step));
             } else {
                 reference.sort();
                 let (at, _, id) = reference.remove(0);
                 assert_eq!(q.peek_time(), Some(at));
-                assert_eq!(q.pop(), Some((at, Event::JobWake(id))));
+                let (t, ev) = q.pop().unwrap();
+                assert_eq!(t, at);
+                assert!(matches!(ev, Event::JobWake(x) | Event::DeviceComplete(x) if x == id));
                 now = at;
             }
             assert_eq!(q.len(), reference.len());
@@ -267,7 +274,7 @@ mod tests {
     fn renumbering_keeps_the_order() {
         let mut q = EventQueue::new();
         q.push(10, Event::JobWake(1));
-        q.push(10, Event::JobWake(2));
+        q.push(10, Event::DeviceComplete(2));
         q.push(4, Event::JobWake(3));
         q.push(10, Event::JobWake(4));
         q.seq = SEQ_LIMIT - 2;
@@ -277,7 +284,13 @@ mod tests {
         let order: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(
             order,
-            [3, 1, 2, 4, 5, 6].map(Event::JobWake).to_vec(),
+            [3, 1, 2, 4, 5, 6]
+                .map(|i| if i == 2 {
+                    Event::DeviceComplete(2)
+                } else {
+                    Event::JobWake(i)
+                })
+                .to_vec(),
             "same-time events keep their order across a renumbering"
         );
     }
