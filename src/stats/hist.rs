@@ -28,17 +28,17 @@ pub const DEFAULT_PERCENTILES: [f64; 17] = [
 ];
 
 /// Bucket index of a latency in ns (fio's `plat_val_to_idx`).
+///
+/// fio: below 128 the value is its own index; otherwise, with `msb` the
+/// top set bit and `e = msb - 6` the bits dropped, the index is
+/// `(e + 1) * 64 + ((val >> e) & 63)`. As `val >> e` lies in `[64, 128)`
+/// that is `e * 64 + (val >> e)`, and taking `e` from `val | 64` (whose top
+/// bit is at least bit 6) makes `e = 0` and the index `val` below 128, so
+/// one branch-free expression covers both cases.
 #[inline]
 pub fn val_to_idx(val: u64) -> usize {
-    // Below 128 (MSB <= PLAT_BITS) the value is its own index: no rounding.
-    if val < (2 * PLAT_VAL) as u64 {
-        return val as usize;
-    }
-    let msb = 63 - val.leading_zeros();
-    let error_bits = msb - PLAT_BITS;
-    let base = ((error_bits + 1) as usize) << PLAT_BITS;
-    let offset = ((val >> error_bits) as usize) & (PLAT_VAL - 1);
-    (base + offset).min(PLAT_NR - 1)
+    let e = 57 - (val | PLAT_VAL as u64).leading_zeros();
+    (((e as usize) << PLAT_BITS) + (val >> e) as usize).min(PLAT_NR - 1)
 }
 
 /// Value a bucket stands for (fio's `plat_idx_to_val`): the midpoint of the
@@ -57,11 +57,21 @@ pub fn idx_to_val(idx: usize) -> u64 {
     base + (k << error_bits) + (1u64 << (error_bits - 1))
 }
 
+/// All-zero buckets, allocated directly on the heap (15 KiB).
+fn zeroed_counts() -> Box<[u64; PLAT_NR]> {
+    match vec![0u64; PLAT_NR].into_boxed_slice().try_into() {
+        Ok(c) => c,
+        Err(_) => unreachable!("vec has PLAT_NR elements"),
+    }
+}
+
 /// Bucket counts. Allocated on first use so jobs that never record a kind of
 /// latency (slat for sync engines, lat percentiles off) cost nothing.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Histogram {
-    counts: Option<Box<[u64]>>,
+    /// Fixed length, so indexing with a clamped bucket index needs no
+    /// bounds check.
+    counts: Option<Box<[u64; PLAT_NR]>>,
 }
 
 impl Histogram {
@@ -80,7 +90,7 @@ impl Histogram {
 
     #[cold]
     fn add_cold(&mut self, idx: usize) {
-        let mut c = vec![0u64; PLAT_NR].into_boxed_slice();
+        let mut c = zeroed_counts();
         c[idx] = 1;
         self.counts = Some(c);
     }
@@ -246,6 +256,45 @@ mod tests {
             let m = idx_to_val(val_to_idx(v)) as f64;
             assert!(((m - v as f64) / v as f64).abs() <= 1.0 / 128.0);
         }
+    }
+
+    /// fio's `plat_val_to_idx`, written as fio writes it.
+    fn fio_val_to_idx(val: u64) -> usize {
+        let msb = if val == 0 {
+            0
+        } else {
+            63 - val.leading_zeros()
+        };
+        if msb <= PLAT_BITS {
+            return val as usize;
+        }
+        let error_bits = msb - PLAT_BITS;
+        let base = ((error_bits + 1) as usize) << PLAT_BITS;
+        let offset = ((val >> error_bits) as usize) & (PLAT_VAL - 1);
+        (base + offset).min(PLAT_NR - 1)
+    }
+
+    #[test]
+    fn index_matches_fio_formula() {
+        for v in 0..(1u64 << 18) {
+            assert_eq!(val_to_idx(v), fio_val_to_idx(v), "{v}");
+        }
+        for b in 0..64 {
+            let p = 1u64 << b;
+            for v in [p - 1, p, p + 1, p | (p >> 1), p.wrapping_mul(3) / 2] {
+                assert_eq!(val_to_idx(v), fio_val_to_idx(v), "{v}");
+            }
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for v in [x, x >> (x % 64), x % 10_000_000_000] {
+                assert_eq!(val_to_idx(v), fio_val_to_idx(v), "{v}");
+            }
+        }
+        assert_eq!(val_to_idx(u64::MAX), fio_val_to_idx(u64::MAX));
     }
 
     #[test]
