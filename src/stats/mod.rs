@@ -33,6 +33,12 @@ use crate::sim::time::{Ns, NS_PER_MS};
 
 /// fio's `struct io_stat`: running min/max/mean and sum of squared
 /// deviations (Welford), updated exactly as fio's `add_stat_sample` does.
+///
+/// The latency stats a job records (slat, clat, lat, sync) do not go
+/// through [`IoStat::add`]: their `min`, `max` and `samples` are kept up to
+/// date per sample, while `mean` and `s` are computed from exact integer
+/// sums kept beside them ([`LatSums`]) when the job ends or is merged (see
+/// [`JobStats::settle`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct IoStat {
     pub min: u64,
@@ -132,6 +138,194 @@ impl IoStat {
     }
 }
 
+/// A 192-bit unsigned integer, `hi * 2^128 + lo`: wide enough for a sum of
+/// squares of up to 2^64 samples of any u64 value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct U192 {
+    lo: u128,
+    hi: u64,
+}
+
+impl U192 {
+    #[inline(always)]
+    fn add_u128(&mut self, v: u128) {
+        let (lo, carry) = self.lo.overflowing_add(v);
+        self.lo = lo;
+        self.hi += carry as u64;
+    }
+
+    fn add(self, o: U192) -> U192 {
+        let (lo, carry) = self.lo.overflowing_add(o.lo);
+        U192 {
+            lo,
+            hi: self.hi + o.hi + carry as u64,
+        }
+    }
+
+    /// `self - o`; callers guarantee `o <= self`.
+    fn sub(self, o: U192) -> U192 {
+        let (lo, borrow) = self.lo.overflowing_sub(o.lo);
+        U192 {
+            lo,
+            hi: self.hi - o.hi - borrow as u64,
+        }
+    }
+
+    /// `a * b`, exact (below 2^192).
+    fn mul(a: u64, b: u128) -> U192 {
+        let a = a as u128;
+        let low = a * (b as u64 as u128);
+        let high = a * (b >> 64);
+        let (lo, carry) = low.overflowing_add(high << 64);
+        U192 {
+            lo,
+            hi: (high >> 64) as u64 + carry as u64,
+        }
+    }
+
+    fn to_f64(self) -> f64 {
+        if self.hi == 0 {
+            self.lo as f64
+        } else {
+            self.hi as f64 * 2f64.powi(128) + self.lo as f64
+        }
+    }
+}
+
+/// Exact running sums of a latency stat's samples: count, sum and sum of
+/// squares, all integers, so adding a sample is a few integer adds and one
+/// multiply (no floating-point division chain as in Welford's update), and
+/// merging two stats is adding their sums.
+///
+/// Bounds: `n` counts samples (u64, as `IoStat::samples`); `sum` is below
+/// `n * 2^64 <= 2^128` and `sumsq` below `n * 2^128 <= 2^192`, so neither
+/// can overflow for any u64 values and any u64 number of samples. Realistic
+/// runs (latencies up to ~1e12 ns = 2^40, up to ~1e10 = 2^34 samples) stay
+/// below 2^74 and 2^114.
+///
+/// Mean and the sum of squared deviations `S` are derived only when asked
+/// for ([`LatSums::mean_s`]): the integer parts are exact, leaving one or
+/// two roundings to f64 (see there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LatSums {
+    n: u64,
+    sum: u128,
+    sumsq: U192,
+}
+
+impl LatSums {
+    #[inline(always)]
+    fn add(&mut self, v: u64) {
+        self.n += 1;
+        self.sum += v as u128;
+        self.sumsq.add_u128(v as u128 * v as u128);
+    }
+
+    fn merge(&mut self, o: &LatSums) {
+        self.n += o.n;
+        self.sum += o.sum;
+        self.sumsq = self.sumsq.add(o.sumsq);
+    }
+
+    /// `(mean, S)` with `S = sum((v - mean)^2)`; `n` must be > 0.
+    ///
+    /// With `sum = q*n + r` (`0 <= r < n`): `sum^2/n = q*(sum + r) + r^2/n`,
+    /// so `S = T - r^2/n` with the integer `T = sumsq - q*sum - q*r`, and
+    /// `r^2 = q2*n + r2` gives `S = (T - q2) - r2/n` where `T - q2` is an
+    /// exact integer and `r2/n` a fraction in `[0, 1)`. No intermediate
+    /// exceeds `sumsq`, and `S` never comes out negative: the only
+    /// roundings are converting the integer part to f64 and the fraction.
+    /// The mean is `q + r/n` the same way.
+    fn mean_s(&self) -> (f64, f64) {
+        let n = self.n as u128;
+        let nf = self.n as f64;
+        let (q, r) = (self.sum / n, self.sum % n);
+        // q <= the largest sample, so it fits in u64; r < n.
+        let mean = q as f64 + r as f64 / nf;
+        let q = q as u64;
+        let t = self.sumsq.sub(U192::mul(q, self.sum)).sub(U192::mul(q, r));
+        let rr = r * r;
+        let whole = t.sub(U192 { lo: rr / n, hi: 0 });
+        let s = whole.to_f64() - (rr % n) as f64 / nf;
+        (mean, s.max(0.0))
+    }
+}
+
+/// One sample of a latency stat: min/max/samples in the IoStat, the rest
+/// in its sums.
+#[inline(always)]
+fn record_lat(stat: &mut IoStat, sums: &mut LatSums, v: u64) {
+    // Branches, as fio: new extremes are rare, so this is cheaper than
+    // rewriting both every time.
+    if v > stat.max {
+        stat.max = v;
+    }
+    if v < stat.min {
+        stat.min = v;
+    }
+    stat.samples += 1;
+    sums.add(v);
+}
+
+/// Bring a latency stat's `mean` and `s` up to date with its sums.
+///
+/// The IoStat's mean and s stand for the samples that are not in the sums
+/// (`samples - sums.n`: an IoStat set from outside, as lab imports do, or
+/// the result of merging with one). When there are none, the stat is all
+/// recorded samples and mean and s are just computed from the sums, which
+/// are kept so that later merges stay exact. Otherwise the sums are folded
+/// into mean and s (as fio merges two stats) and cleared.
+fn settle_lat(stat: &mut IoStat, sums: &mut LatSums) {
+    if sums.n == 0 {
+        return;
+    }
+    let (mean, s) = sums.mean_s();
+    let outside = stat.samples.saturating_sub(sums.n);
+    if outside == 0 {
+        stat.mean = mean;
+        stat.s = s;
+        return;
+    }
+    let mut base = IoStat {
+        samples: outside,
+        ..stat.clone()
+    };
+    base.merge(
+        &IoStat {
+            min: stat.min,
+            max: stat.max,
+            mean,
+            s,
+            samples: sums.n,
+        },
+        false,
+    );
+    *stat = base;
+    *sums = LatSums::default();
+}
+
+/// fio's `sum_stat` for latency stats: exact (sums added) when both sides
+/// are made of recorded samples only, else as [`IoStat::merge`].
+fn merge_lat(dst: &mut IoStat, dsums: &mut LatSums, src: &IoStat, ssums: &LatSums) {
+    if dst.samples == dsums.n && src.samples == ssums.n {
+        if src.samples == 0 {
+            return;
+        }
+        dst.min = dst.min.min(src.min);
+        dst.max = dst.max.max(src.max);
+        dst.samples += src.samples;
+        dsums.merge(ssums);
+        settle_lat(dst, dsums);
+        return;
+    }
+    settle_lat(dst, dsums);
+    let (mut src, mut ssums) = (src.clone(), *ssums);
+    settle_lat(&mut src, &mut ssums);
+    dst.merge(&src, false);
+    // Everything is in dst's mean and s now.
+    *dsums = LatSums::default();
+}
+
 /// Which latency a histogram / percentile list is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LatKind {
@@ -162,7 +356,14 @@ pub struct DirStats {
     pub runtime_ms: u64,
     /// The same in ns, unrounded.
     pub runtime_ns: Ns,
+    /// Exact sums behind `slat`, `clat` and `lat` ([`SLAT`], [`CLAT`],
+    /// [`LAT`]).
+    sums: [LatSums; 3],
 }
+
+const SLAT: usize = 0;
+const CLAT: usize = 1;
+const LAT: usize = 2;
 
 /// Options that shape what is collected and how it is printed.
 #[derive(Clone, Debug, PartialEq)]
@@ -307,6 +508,8 @@ impl Window {
 pub struct JobStats {
     pub dirs: [DirStats; 3],
     pub sync: IoStat,
+    /// Exact sums behind `sync`.
+    sync_sums: LatSums,
     pub sync_hist: Histogram,
     /// fsync/fdatasync calls (fio's `total_io_u[DDIR_SYNC]`).
     pub sync_total: u64,
@@ -455,6 +658,7 @@ impl JobStats {
         JobStats {
             dirs: Default::default(),
             sync: IoStat::new(),
+            sync_sums: LatSums::default(),
             sync_hist: Histogram::new(),
             sync_total: 0,
             io_u_map: [0; 7],
@@ -539,16 +743,16 @@ impl JobStats {
         ds.io_bytes += bytes;
         ds.total_ios += 1;
         if let Some(s) = slat {
-            ds.slat.add(s);
+            record_lat(&mut ds.slat, &mut ds.sums[SLAT], s);
             if o.slat_percentiles {
                 ds.slat_hist.add(s);
             }
         }
-        ds.clat.add(clat);
+        record_lat(&mut ds.clat, &mut ds.sums[CLAT], clat);
         if o.clat_percentiles {
             ds.clat_hist.add(clat);
         }
-        ds.lat.add(lat);
+        record_lat(&mut ds.lat, &mut ds.sums[LAT], lat);
         if o.lat_percentiles {
             ds.lat_hist.add(lat);
         }
@@ -606,7 +810,7 @@ impl JobStats {
 
     /// One completed fsync/fdatasync (`sync` object: total_ios, lat_ns).
     pub fn record_sync(&mut self, lat: Ns) {
-        self.sync.add(lat);
+        record_lat(&mut self.sync, &mut self.sync_sums, lat);
         self.sync_hist.add(lat);
         self.sync_total += 1;
     }
@@ -652,15 +856,39 @@ impl JobStats {
             }
         }
         self.total_run_time_ms = elapsed / NS_PER_MS;
+        self.settle();
+    }
+
+    /// Compute the latency stats' (slat, clat, lat, sync) `mean` and `s`
+    /// from their exact sums. [`JobStats::end`] and [`JobStats::merge`] do
+    /// this; call it to read means of a job still running. `min`, `max`
+    /// and `samples` are always current.
+    pub fn settle(&mut self) {
+        for ds in self.dirs.iter_mut() {
+            settle_lat(&mut ds.slat, &mut ds.sums[SLAT]);
+            settle_lat(&mut ds.clat, &mut ds.sums[CLAT]);
+            settle_lat(&mut ds.lat, &mut ds.sums[LAT]);
+        }
+        settle_lat(&mut self.sync, &mut self.sync_sums);
     }
 
     /// Fold another job's stats into this one (group_reporting).
     pub fn merge(&mut self, other: &JobStats) {
         // fio's sum_thread_stats.
         for (dst, src) in self.dirs.iter_mut().zip(other.dirs.iter()) {
-            dst.clat.merge(&src.clat, false);
-            dst.slat.merge(&src.slat, false);
-            dst.lat.merge(&src.lat, false);
+            merge_lat(
+                &mut dst.clat,
+                &mut dst.sums[CLAT],
+                &src.clat,
+                &src.sums[CLAT],
+            );
+            merge_lat(
+                &mut dst.slat,
+                &mut dst.sums[SLAT],
+                &src.slat,
+                &src.sums[SLAT],
+            );
+            merge_lat(&mut dst.lat, &mut dst.sums[LAT], &src.lat, &src.sums[LAT]);
             dst.bw.merge(&src.bw, true);
             dst.iops.merge(&src.iops, true);
             dst.io_bytes += src.io_bytes;
@@ -673,7 +901,12 @@ impl JobStats {
             dst.clat_hist.merge(&src.clat_hist);
             dst.lat_hist.merge(&src.lat_hist);
         }
-        self.sync.merge(&other.sync, false);
+        merge_lat(
+            &mut self.sync,
+            &mut self.sync_sums,
+            &other.sync,
+            &other.sync_sums,
+        );
         self.sync_hist.merge(&other.sync_hist);
         self.sync_total += other.sync_total;
         self.usr_time_ms += other.usr_time_ms;
@@ -713,7 +946,9 @@ impl JobStats {
 
     /// Mean total latency (lat) in ns per direction, 0 when none.
     pub fn lat_mean_ns(&self, ddir: Ddir) -> f64 {
-        let s = &self.dirs[ddir.index()].lat;
+        let ds = &self.dirs[ddir.index()];
+        let (mut s, mut sums) = (ds.lat.clone(), ds.sums[LAT]);
+        settle_lat(&mut s, &mut sums);
         if s.samples == 0 {
             0.0
         } else {
@@ -817,6 +1052,193 @@ mod tests {
         assert_eq!(a.samples, 5000);
     }
 
+    /// Exact `(mean, n * S)` of integer samples: `n * S = n * sumsq - sum^2`.
+    fn exact_ref(vals: &[u64]) -> (f64, u128) {
+        let n = vals.len() as u128;
+        let sum: u128 = vals.iter().map(|v| *v as u128).sum();
+        let sumsq: u128 = vals.iter().map(|v| (*v as u128).pow(2)).sum();
+        (sum as f64 / n as f64, n * sumsq - sum * sum)
+    }
+
+    fn recorded(vals: &[u64]) -> (IoStat, LatSums) {
+        let (mut st, mut sums) = (IoStat::new(), LatSums::default());
+        for v in vals {
+            record_lat(&mut st, &mut sums, *v);
+        }
+        settle_lat(&mut st, &mut sums);
+        (st, sums)
+    }
+
+    fn rel(a: f64, b: f64) -> f64 {
+        if a == b {
+            0.0
+        } else {
+            (a - b).abs() / a.abs().max(b.abs())
+        }
+    }
+
+    #[test]
+    fn exact_sums_match_exact_reference() {
+        let mut seed = 7;
+        for (len, range) in [(10_000, 50_000), (777, 3_000_000_000), (2, 10), (3, 1)] {
+            let vals: Vec<u64> = (0..len).map(|_| 1000 + lcg(&mut seed) % range).collect();
+            let (st, _) = recorded(&vals);
+            let (mean, ns) = exact_ref(&vals);
+            let n = vals.len() as f64;
+            assert_eq!(st.samples, len);
+            assert_eq!(st.min, *vals.iter().min().unwrap());
+            assert_eq!(st.max, *vals.iter().max().unwrap());
+            // Within rounding of the last bit or two.
+            assert!(rel(st.mean, mean) <= 2.5e-16, "{} {}", st.mean, mean);
+            assert!(rel(st.s, ns as f64 / n) <= 4.5e-16, "{} {}", st.s, ns);
+            // And with the two-pass f64 reference, as for Welford above.
+            let m2 = vals.iter().map(|v| *v as f64).sum::<f64>() / n;
+            let var = vals.iter().map(|v| (*v as f64 - m2).powi(2)).sum::<f64>() / (n - 1.0);
+            let (_, _, m, dev) = st.calc().unwrap();
+            assert!(rel(m, m2) < 1e-14);
+            assert!(rel(dev, var.sqrt()) < 1e-12);
+        }
+        // Same stddev definition as before: none without samples, 0 for one.
+        let (mut st, mut sums) = (IoStat::new(), LatSums::default());
+        settle_lat(&mut st, &mut sums);
+        assert_eq!(st.calc(), None);
+        let (one, _) = recorded(&[5]);
+        assert_eq!(one.calc(), Some((5, 5, 5.0, 0.0)));
+        // Constant samples: exactly zero deviation (Welford's is not always).
+        let (c, _) = recorded(&[123_456_789; 1000]);
+        assert_eq!(
+            c.calc(),
+            Some((123_456_789, 123_456_789, 123_456_789.0, 0.0))
+        );
+    }
+
+    #[test]
+    fn exact_merge_adds_sums() {
+        let mut seed = 5;
+        let vals: Vec<u64> = (0..9000).map(|_| lcg(&mut seed) % 5_000_000).collect();
+        let (all, all_sums) = recorded(&vals);
+        // Uneven split over three jobs, merged in an odd order.
+        let parts: Vec<(IoStat, LatSums)> = (0..3)
+            .map(|k| {
+                let p: Vec<u64> = vals
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| (i % 7).min(2) == k)
+                    .map(|(_, v)| *v)
+                    .collect();
+                recorded(&p)
+            })
+            .collect();
+        let (mut m, mut ms) = parts[2].clone();
+        merge_lat(&mut m, &mut ms, &parts[0].0, &parts[0].1);
+        merge_lat(&mut m, &mut ms, &parts[1].0, &parts[1].1);
+        assert_eq!(m, all);
+        assert_eq!(ms, all_sums);
+        // Merging an empty stat changes nothing, either way round.
+        let (e, es) = (IoStat::new(), LatSums::default());
+        merge_lat(&mut m, &mut ms, &e, &es);
+        assert_eq!(m, all);
+        let (mut e2, mut es2) = (e.clone(), es);
+        merge_lat(&mut e2, &mut es2, &all, &all_sums);
+        assert_eq!(e2, all);
+    }
+
+    #[test]
+    fn merge_with_imported_stat_is_fios_sum_stat() {
+        // A stat set from outside (lab import: no sums) merges as fio does.
+        let imported = IoStat {
+            min: 100,
+            max: 900,
+            mean: 400.0,
+            s: 2.5e6,
+            samples: 50,
+        };
+        let (rec, rec_sums) = recorded(&[300, 500, 700, 1200]);
+        let mut want = imported.clone();
+        want.merge(&rec, false);
+        let (mut a, mut asums) = (imported.clone(), LatSums::default());
+        merge_lat(&mut a, &mut asums, &rec, &rec_sums);
+        assert_eq!(a, want);
+        let (mut b, mut bsums) = (rec.clone(), rec_sums);
+        merge_lat(&mut b, &mut bsums, &imported, &LatSums::default());
+        assert_eq!((b.min, b.max, b.samples), (100, 1200, 54));
+        assert!(rel(b.mean, want.mean) < 1e-15 && rel(b.s, want.s) < 1e-14);
+        // Samples recorded on top of such a stat are folded in at settle.
+        let mut c = imported.clone();
+        let mut cs = LatSums::default();
+        for v in [300, 500, 700, 1200] {
+            record_lat(&mut c, &mut cs, v);
+        }
+        settle_lat(&mut c, &mut cs);
+        assert_eq!(c, want);
+        assert_eq!(cs, LatSums::default());
+    }
+
+    #[test]
+    fn exact_sums_do_not_overflow() {
+        // Near u64::MAX: S is shift invariant, so it is that of the offsets.
+        let mut seed = 11;
+        let d: Vec<u64> = (0..1000).map(|_| lcg(&mut seed) % 1_000_000).collect();
+        let top: Vec<u64> = d.iter().map(|x| u64::MAX - x).collect();
+        let (st, _) = recorded(&top);
+        let (_, ns) = exact_ref(&d);
+        assert!(rel(st.s, ns as f64 / 1000.0) <= 4.5e-16);
+        let mean_d = d.iter().sum::<u64>() as f64 / 1000.0;
+        assert!(rel(st.mean, u64::MAX as f64 - mean_d) <= 2.5e-16);
+        assert_eq!(st.max, u64::MAX - d.iter().min().unwrap());
+
+        // 1e10 samples of ~1e12 ns (merge doubling: S doubles, mean stays).
+        let base: Vec<u64> = (0..1000)
+            .map(|_| 1_000_000_000_000 + lcg(&mut seed) % 1_000_000_000)
+            .collect();
+        let (mut st, mut sums) = recorded(&base);
+        let (mean0, s0) = (st.mean, st.s);
+        for _ in 0..24 {
+            let (c, cs) = (st.clone(), sums);
+            merge_lat(&mut st, &mut sums, &c, &cs);
+        }
+        assert_eq!(st.samples, 1000 << 24);
+        assert!(rel(st.mean, mean0) <= 2.5e-16);
+        assert!(rel(st.s, s0 * (1u64 << 24) as f64) <= 1e-15);
+
+        // 2^40 samples of u64::MAX, and of 0 and u64::MAX alternating: the
+        // sum of squares needs the 192-bit accumulator.
+        let (mut st, mut sums) = recorded(&[u64::MAX, u64::MAX]);
+        let (mut alt, mut alt_sums) = recorded(&[0, u64::MAX]);
+        for _ in 0..39 {
+            let (c, cs) = (st.clone(), sums);
+            merge_lat(&mut st, &mut sums, &c, &cs);
+            let (c, cs) = (alt.clone(), alt_sums);
+            merge_lat(&mut alt, &mut alt_sums, &c, &cs);
+        }
+        assert!(sums.sumsq.hi > 0);
+        assert_eq!(st.samples, 1 << 40);
+        assert_eq!((st.mean, st.s), (u64::MAX as f64, 0.0));
+        let half = u64::MAX as f64 / 2.0;
+        assert!(rel(alt.mean, half) <= 2.5e-16);
+        // Each sample is `half` away from the mean.
+        assert!(rel(alt.s, half * half * (1u64 << 40) as f64) <= 1e-15);
+    }
+
+    #[test]
+    fn u192_arithmetic() {
+        let a = U192::mul(u64::MAX, u128::MAX);
+        // (2^64 - 1)(2^128 - 1) = 2^192 - 2^128 - 2^64 + 1
+        assert_eq!(a.hi, u64::MAX - 1);
+        assert_eq!(a.lo, (u64::MAX as u128) << 64 | 1);
+        let b = U192::mul(3, (1u128 << 127) + 5);
+        assert_eq!((b.hi, b.lo), (1, (1u128 << 127) + 15));
+        assert_eq!(a.sub(a), U192::default());
+        assert_eq!(a.sub(b).add(b), a);
+        let mut c = U192 {
+            lo: u128::MAX,
+            hi: 0,
+        };
+        c.add_u128(2);
+        assert_eq!((c.hi, c.lo), (1, 1));
+        assert_eq!(c.to_f64(), 2f64.powi(128));
+    }
+
     #[test]
     fn bw_merge_is_pure_sum() {
         let (mut a, mut b) = (IoStat::new(), IoStat::new());
@@ -881,11 +1303,10 @@ mod tests {
             assert_eq!(a.clat_hist, b.clat_hist);
             assert_eq!(a.lat_hist, b.lat_hist);
             assert_eq!(a.runtime_ms, b.runtime_ms);
-            assert_eq!(a.clat.samples, b.clat.samples);
-            assert_eq!((a.clat.min, a.clat.max), (b.clat.min, b.clat.max));
-            if a.clat.samples > 0 {
-                assert!((a.clat.mean - b.clat.mean).abs() < 1e-6);
-            }
+            // Exact sums: merged stats are bit for bit those of one job.
+            assert_eq!(a.clat, b.clat);
+            assert_eq!(a.slat, b.slat);
+            assert_eq!(a.lat, b.lat);
             assert_eq!(
                 one.percentiles(LatKind::Clat, d),
                 m.percentiles(LatKind::Clat, d)
@@ -895,6 +1316,7 @@ mod tests {
                 m.percentiles(LatKind::Lat, d)
             );
         }
+        assert_eq!(one.sync, m.sync);
         assert_eq!(one.sync_hist, m.sync_hist);
         assert_eq!(one.sync_total, m.sync_total);
         assert_eq!(one.lat_u, m.lat_u);
