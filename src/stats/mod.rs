@@ -554,35 +554,26 @@ pub struct JobStats {
 
 #[inline]
 fn depth_bucket(depth: u32) -> usize {
-    // fio's io_u_mark_depth (on cur_depth); 0 falls in the default bucket.
-    match depth {
-        1 => 0,
-        2..=3 => 1,
-        4..=7 => 2,
-        8..=15 => 3,
-        16..=31 => 4,
-        32..=63 => 5,
-        _ => 6,
-    }
+    // fio's io_u_mark_depth (on cur_depth): buckets 1, 2-3, 4-7, ..., 32-63,
+    // 64 and up; 0 falls in the default (last) bucket. That is the index of
+    // the top set bit, capped at 6; for 0 the subtraction wraps to the cap.
+    ((32 - depth.leading_zeros()).wrapping_sub(1)).min(6) as usize
 }
 
 #[inline]
 fn batch_bucket(nr: u32) -> usize {
-    // fio's __io_u_mark_map.
-    match nr {
-        0 => 0,
-        1..=4 => 1,
-        5..=8 => 2,
-        9..=16 => 3,
-        17..=32 => 4,
-        33..=64 => 5,
-        _ => 6,
+    // fio's __io_u_mark_map: 0, 1-4, 5-8, 9-16, 17-32, 33-64, more. For
+    // nr >= 1 that is ceil(log2(nr)) - 1, at least 1 and at most 6.
+    if nr == 0 {
+        return 0;
     }
+    let ceil_log2 = 32 - (nr - 1).leading_zeros();
+    ceil_log2.saturating_sub(1).clamp(1, 6) as usize
 }
 
-#[inline]
-fn lat_bucket(v: u64) -> usize {
-    // fio's io_u_mark_lat_{nsec,usec,msec} (the first 10 buckets are shared).
+/// fio's io_u_mark_lat_{nsec,usec,msec} bucket of a value in that unit (the
+/// first 10 buckets are shared; msec adds 1000-1999 and 2000+).
+const fn lat_bucket_of(v: u64) -> usize {
     match v {
         0..=1 => 0,
         2..=3 => 1,
@@ -597,6 +588,22 @@ fn lat_bucket(v: u64) -> usize {
         1000..=1999 => 10,
         _ => 11,
     }
+}
+
+/// [`lat_bucket_of`] for 0..=2000, so the per-I/O marking is one load.
+static LAT_BUCKETS: [u8; 2001] = {
+    let mut t = [0u8; 2001];
+    let mut v = 0;
+    while v < t.len() {
+        t[v] = lat_bucket_of(v as u64) as u8;
+        v += 1;
+    }
+    t
+};
+
+#[inline]
+fn lat_bucket(v: u64) -> usize {
+    LAT_BUCKETS[v.min(2000) as usize] as usize
 }
 
 impl JobStats {
@@ -1397,6 +1404,39 @@ mod tests {
         assert_eq!(s.io_u_submit, [1, 1, 1, 0, 0, 1, 0]);
         s.record_complete(65);
         assert_eq!(s.io_u_complete[6], 1);
+    }
+
+    #[test]
+    fn bucket_helpers_match_fio() {
+        fn depth_ref(depth: u32) -> usize {
+            match depth {
+                1 => 0,
+                2..=3 => 1,
+                4..=7 => 2,
+                8..=15 => 3,
+                16..=31 => 4,
+                32..=63 => 5,
+                _ => 6,
+            }
+        }
+        fn batch_ref(nr: u32) -> usize {
+            match nr {
+                0 => 0,
+                1..=4 => 1,
+                5..=8 => 2,
+                9..=16 => 3,
+                17..=32 => 4,
+                33..=64 => 5,
+                _ => 6,
+            }
+        }
+        for v in (0..5000).chain([u32::MAX - 1, u32::MAX]) {
+            assert_eq!(depth_bucket(v), depth_ref(v), "depth {v}");
+            assert_eq!(batch_bucket(v), batch_ref(v), "batch {v}");
+        }
+        for v in (0..5000).chain([1 << 40, u64::MAX]) {
+            assert_eq!(lat_bucket(v), lat_bucket_of(v), "lat {v}");
+        }
     }
 
     #[test]
