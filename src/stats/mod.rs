@@ -37,7 +37,7 @@ use crate::sim::time::{Ns, NS_PER_MS};
 /// The latency stats a job records (slat, clat, lat, sync) do not go
 /// through [`IoStat::add`]: their `min`, `max` and `samples` are kept up to
 /// date per sample, while `mean` and `s` are computed from exact integer
-/// sums kept beside them ([`LatSums`]) when the job ends or is merged (see
+/// sums kept beside them (`LatSums`) when the job ends or is merged (see
 /// [`JobStats::settle`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct IoStat {
