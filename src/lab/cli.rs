@@ -8,11 +8,12 @@ use super::validate::{self, Inputs, SimSettings};
 use crate::cli::{parse_duration, parse_run_args, sim_config, CliError, EXIT_BAD_INPUT};
 use crate::device::load_profile;
 use crate::job;
+use crate::job::JobFile;
 use crate::report::table::{self, Column, Outcome};
 use crate::report::{fio_json, fio_text, RunReport};
 use crate::sched;
-use crate::sim::simulate;
 use crate::sim::time::{Ns, NS_PER_SEC};
+use crate::sim::{simulate, SimConfig};
 use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
@@ -612,6 +613,39 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
     emit(&out, a.get("output"))
 }
 
+/// Run the planned simulations (None: skipped) on up to as many threads as
+/// the machine has CPUs; results come back in plan order.
+fn run_side_by_side(
+    jf: &JobFile,
+    planned: &[(String, Option<SimConfig>)],
+) -> Vec<Option<Result<RunReport, String>>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let results: Mutex<Vec<Option<Result<RunReport, String>>>> =
+        Mutex::new((0..planned.len()).map(|_| None).collect());
+    let next = AtomicUsize::new(0);
+    let todo = planned.iter().filter(|(_, c)| c.is_some()).count();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(todo)
+        .max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((_, plan)) = planned.get(i) else {
+                    break;
+                };
+                if let Some(cfg) = plan {
+                    let rep = simulate(jf, cfg.clone());
+                    results.lock().expect("results")[i] = Some(rep);
+                }
+            });
+        }
+    });
+    results.into_inner().expect("results")
+}
+
 /// `elevator compare` (simulation).
 pub fn cmd_compare(args: &[String]) -> Result<(), CliError> {
     // Take compare's own options out; the rest are `run`'s.
@@ -701,15 +735,14 @@ pub fn cmd_compare(args: &[String]) -> Result<(), CliError> {
     if long && o.max_runtime.is_none() {
         eprintln!("elevator: note: the job runs for more than a minute of simulated time per scheduler; --max-runtime caps it");
     }
-    let mut cols = Vec::new();
+    // Configure every scheduler first (bad options fail before any run),
+    // then run the simulations side by side on the machine's CPUs: they are
+    // independent, and each is deterministic on its own.
     let mut device = String::new();
+    let mut planned: Vec<(String, Option<SimConfig>)> = Vec::new();
     for n in &names {
         if !validate::simulated(n) {
-            cols.push(Column {
-                scheduler: n.clone(),
-                outcome: Outcome::Skipped("not simulated yet".into()),
-                cpu_us_per_io: Vec::new(),
-            });
+            planned.push((n.clone(), None));
             continue;
         }
         let mut so = o.clone();
@@ -724,12 +757,23 @@ pub fn cmd_compare(args: &[String]) -> Result<(), CliError> {
             .filter(|(k, _)| k.strip_prefix("iosched/").is_none_or(|t| mine.contains(&t)))
             .cloned()
             .collect();
-        let cfg = sim_config(&so)?;
+        let mut cfg = sim_config(&so)?;
         device = cfg.profile.name.clone();
-        let rep = simulate(&jf, cfg).map_err(bad)?;
+        if planned.iter().any(|(_, c)| c.is_some()) {
+            // One progress bar: the first simulated scheduler drives it.
+            cfg.progress = None;
+        }
+        planned.push((n.clone(), Some(cfg)));
+    }
+    let reports = run_side_by_side(&jf, &planned);
+    let mut cols = Vec::new();
+    for ((n, _), rep) in planned.iter().zip(reports) {
         cols.push(Column {
             scheduler: n.clone(),
-            outcome: Outcome::Runs(vec![rep]),
+            outcome: match rep {
+                None => Outcome::Skipped("not simulated yet".into()),
+                Some(r) => Outcome::Runs(vec![r.map_err(bad)?]),
+            },
             cpu_us_per_io: Vec::new(),
         });
     }
