@@ -76,7 +76,8 @@ impl EventQueue {
     /// The 24-bit code of `ev`.
     #[inline]
     fn encode(&mut self, ev: Event) -> u32 {
-        let small = |kind: u32, arg: u64| (arg < ARG_LIMIT).then(|| kind << ARG_BITS | arg as u32);
+        let small =
+            |kind: u32, arg: u64| (arg < ARG_LIMIT).then_some(kind << ARG_BITS | arg as u32);
         let code = match ev {
             Event::JobWake(j) => small(KIND_JOB_WAKE, j as u64),
             Event::DeviceComplete(rq) => small(KIND_DEVICE_COMPLETE, rq as u64),
@@ -84,7 +85,7 @@ impl EventQueue {
             Event::Switch(i) => small(KIND_SWITCH, i as u64),
             Event::DeviceWake(_) | Event::ElvTimer(_) => None,
         };
-        code.unwrap_or_else(|| self.to_slab(ev))
+        code.unwrap_or_else(|| self.store_in_slab(ev))
     }
 
     #[inline]
@@ -102,7 +103,7 @@ impl EventQueue {
         }
     }
 
-    fn to_slab(&mut self, ev: Event) -> u32 {
+    fn store_in_slab(&mut self, ev: Event) -> u32 {
         let slot = match self.free_slots.pop() {
             Some(s) => {
                 self.payload[s as usize] = ev;
