@@ -223,10 +223,10 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let r = x >> 33;
-            if r % 3 != 0 || reference.is_empty() {
+            if !r.is_multiple_of(3) || reference.is_empty() {
                 let at = now + (r % 7) * (r % 50);
                 seq += 1;
-                let ev = if r % 2 == 0 {
+                let ev = if r.is_multiple_of(2) {
                     Event::JobWake(step)
                 } else {
                     Event::DeviceComplete(step)
