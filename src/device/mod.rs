@@ -5,6 +5,7 @@ pub mod hdd;
 pub mod nvme;
 pub mod profile;
 pub mod ram;
+pub mod rng;
 pub mod sata_ssd;
 
 use crate::block::request::{Op, RqId};
