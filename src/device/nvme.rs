@@ -9,12 +9,10 @@
 //! drains to flash at the sustained write bandwidth; a full buffer makes
 //! writes wait. Service times get a seeded exponential jitter.
 
+use super::rng::{ExpZiggurat, Xoshiro256pp};
 use super::{Device, DeviceCmd, DeviceOut, Profile, QueueLimits, Submit};
 use crate::block::request::Op;
 use crate::sim::time::{Ns, NS_PER_SEC};
-use rand::Rng;
-use rand_chacha::rand_core::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -49,7 +47,9 @@ pub struct NvmeParams {
 pub struct Nvme {
     limits: QueueLimits,
     p: NvmeParams,
-    rng: ChaCha8Rng,
+    /// Jitter randomness, and the Exp(1) sampler's tables.
+    rng: Xoshiro256pp,
+    exp: Box<ExpZiggurat>,
     controller_free: Ns,
     unit_free: Vec<Ns>,
     /// Write buffer fill level (bytes) at time `buffer_at`.
@@ -86,7 +86,8 @@ impl Nvme {
             limits: profile.queue.clone(),
             unit_free: vec![0; p.units as usize],
             p,
-            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e76_6d65),
+            rng: Xoshiro256pp::seed_from_u64(seed ^ 0x6e76_6d65),
+            exp: Box::new(ExpZiggurat::new()),
             controller_free: 0,
             buffer_level: 0.0,
             buffer_at: 0,
@@ -97,7 +98,7 @@ impl Nvme {
         if self.p.jitter == 0.0 || base == 0 {
             return base;
         }
-        let e: f64 = -(1.0 - self.rng.gen::<f64>()).ln();
+        let e = self.exp.sample(&mut self.rng);
         let f = 1.0 - self.p.jitter + self.p.jitter * e;
         (base as f64 * f) as Ns
     }
@@ -181,6 +182,9 @@ impl Device for Nvme {
 mod tests {
     use super::*;
     use crate::device::load_profile;
+    use rand::Rng;
+    use rand_chacha::rand_core::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
 
     /// Closed-loop random reads at `depth`: (IOPS, mean latency ns).
     fn closed_loop(depth: usize, op: Op) -> (f64, f64) {
