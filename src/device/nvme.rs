@@ -44,17 +44,155 @@ pub struct NvmeParams {
     pub jitter: f64,
 }
 
+/// Fields used by every read come first (`repr(C)` keeps that order), so
+/// that a command touches few cache lines.
+#[repr(C)]
 pub struct Nvme {
+    controller_free: Ns,
+    /// `p.controller_ns` and `p.units`, next to the rest of the read path.
+    controller_ns: Ns,
+    units: u64,
+    unit_free: Vec<Ns>,
+    /// Jittered read and write service: `fixed + scale·Exp(1)` ns.
+    read_jitter: Jitter,
+    /// Transfer times at the link's read and write rates and a unit's rate.
+    link_read: PerByte,
+    unit_xfer: PerByte,
+    /// Jitter randomness.
+    rng: Xoshiro256pp,
+    write_jitter: Jitter,
+    link_write: PerByte,
+    /// Division by the drain rate (bytes/s), for the buffer-full wait.
+    drain: Divisor,
+    /// Write buffer fill level at time `buffer_at`, in bytes × NS_PER_SEC
+    /// (so that draining `drain` bytes/s for `dt` ns removes `dt × drain`).
+    buffer_level: u128,
+    buffer_cap: u128,
+    buffer_at: Ns,
     limits: QueueLimits,
     p: NvmeParams,
-    /// Jitter randomness, and the Exp(1) sampler's tables.
-    rng: Xoshiro256pp,
-    exp: Box<ExpZiggurat>,
-    controller_free: Ns,
-    unit_free: Vec<Ns>,
-    /// Write buffer fill level (bytes) at time `buffer_at`.
-    buffer_level: f64,
-    buffer_at: Ns,
+    /// Exp(1) sampler tables (6 KiB, last so they do not spread the rest).
+    exp: ExpZiggurat,
+}
+
+/// `base × (1 − j + j·E)` as `fixed + scale·E`, E ~ Exp(1).
+#[derive(Clone, Copy, Debug)]
+struct Jitter {
+    base: Ns,
+    fixed: f64,
+    scale: f64,
+}
+
+impl Jitter {
+    fn new(base: Ns, j: f64) -> Jitter {
+        Jitter {
+            base,
+            fixed: base as f64 * (1.0 - j),
+            scale: base as f64 * j,
+        }
+    }
+}
+
+/// Exact `floor(n / d)` for a divisor fixed at construction, by a multiply
+/// and a shift instead of a division (Granlund and Montgomery, 1994): with
+/// l = ⌈log2 d⌉ and m = ⌈2^(63+l) / d⌉ (which fits in 64 bits when d ≥ 2),
+/// `floor(n / d) = (n·m) >> (63 + l)` for every n < 2^63, because
+/// m·d − 2^(63+l) < d ≤ 2^l. Larger n, and d = 1, divide plainly.
+#[derive(Clone, Copy, Debug)]
+struct Divisor {
+    d: u64,
+    m: u64,
+    /// l − 1: the shift after taking the high 64 bits of n·m.
+    shift: u32,
+    /// n below this takes the multiply (2^63, or 0 when d = 1).
+    limit: u64,
+}
+
+impl Divisor {
+    fn new(d: u64) -> Divisor {
+        assert!(d > 0);
+        if d == 1 {
+            return Divisor {
+                d,
+                m: 0,
+                shift: 0,
+                limit: 0,
+            };
+        }
+        let l = u64::BITS - (d - 1).leading_zeros();
+        let m = ((1u128 << (63 + l)) - 1) / d as u128 + 1;
+        Divisor {
+            d,
+            m: u64::try_from(m).expect("m < 2^64 for d >= 2"),
+            shift: l - 1,
+            limit: 1 << 63,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn slow(&self, n: u128) -> u64 {
+        (n / self.d as u128) as u64
+    }
+
+    /// `floor(n / d)` for n < `limit`.
+    #[inline]
+    fn fast(&self, n: u64) -> u64 {
+        (((n as u128 * self.m as u128) >> 64) as u64) >> self.shift
+    }
+
+    #[cfg(test)]
+    fn div(&self, n: u64) -> u64 {
+        if n < self.limit {
+            self.fast(n)
+        } else {
+            n / self.d
+        }
+    }
+
+    /// `ceil(n / d)`.
+    #[inline]
+    fn div_ceil(&self, n: u128) -> u64 {
+        let v = n + (self.d - 1) as u128;
+        if v < self.limit as u128 {
+            self.fast(v as u64)
+        } else {
+            self.slow(v)
+        }
+    }
+}
+
+/// Whole nanoseconds to move bytes at a rate: `floor(bytes × 1e9 / rate)`.
+#[derive(Clone, Copy, Debug)]
+struct PerByte {
+    div: Divisor,
+    /// Sizes below this have bytes × 1e9 < 2^63 (0 when the rate is 1 B/s).
+    max_bytes: u64,
+}
+
+impl PerByte {
+    #[cold]
+    #[inline(never)]
+    fn slow(&self, bytes: u64) -> Ns {
+        (bytes as u128 * NS_PER_SEC as u128 / self.div.d as u128) as Ns
+    }
+
+    fn new(bytes_per_sec: u64) -> PerByte {
+        let div = Divisor::new(bytes_per_sec);
+        PerByte {
+            div,
+            max_bytes: div.limit.div_ceil(NS_PER_SEC),
+        }
+    }
+
+    #[inline]
+    fn ns(&self, bytes: u64) -> Ns {
+        if bytes < self.max_bytes {
+            self.div.fast(bytes * NS_PER_SEC)
+        } else {
+            self.slow(bytes)
+        }
+    }
 }
 
 /// Flash page that decides which unit serves an LBA.
@@ -85,52 +223,70 @@ impl Nvme {
         Ok(Nvme {
             limits: profile.queue.clone(),
             unit_free: vec![0; p.units as usize],
-            p,
             rng: Xoshiro256pp::seed_from_u64(seed ^ 0x6e76_6d65),
-            exp: Box::new(ExpZiggurat::new()),
+            exp: ExpZiggurat::new(),
+            read_jitter: Jitter::new(p.read_ns, p.jitter),
+            write_jitter: Jitter::new(p.write_ns, p.jitter),
+            link_read: PerByte::new(p.link_read_bandwidth),
+            link_write: PerByte::new(p.link_write_bandwidth),
+            unit_xfer: PerByte::new(p.unit_bandwidth),
+            drain: Divisor::new(p.write_drain_bandwidth),
             controller_free: 0,
-            buffer_level: 0.0,
+            controller_ns: p.controller_ns,
+            units: p.units as u64,
+            buffer_level: 0,
+            buffer_cap: p.write_buffer as u128 * NS_PER_SEC as u128,
             buffer_at: 0,
+            p,
         })
     }
 
-    fn jittered(&mut self, base: Ns) -> Ns {
-        if self.p.jitter == 0.0 || base == 0 {
-            return base;
+    /// Service time with its exponential part drawn.
+    #[inline]
+    fn jittered(&mut self, j: Jitter) -> Ns {
+        if j.scale == 0.0 {
+            return j.base;
         }
         let e = self.exp.sample(&mut self.rng);
-        let f = 1.0 - self.p.jitter + self.p.jitter * e;
-        (base as f64 * f) as Ns
+        // Non-negative, and below 2^63 for any service time a profile can
+        // sensibly give: the signed conversion (cheaper) is enough.
+        (j.fixed + j.scale * e) as i64 as Ns
     }
 
     /// Controller stage: serialised per command, at least the link transfer time.
-    fn controller(&mut self, now: Ns, bytes: u64, link_bw: u64) -> Ns {
-        let cost = self.p.controller_ns.max(bytes * NS_PER_SEC / link_bw);
+    #[inline]
+    fn controller(&mut self, now: Ns, bytes: u64, link: PerByte) -> Ns {
+        let cost = self.controller_ns.max(link.ns(bytes));
         let t = self.controller_free.max(now) + cost;
         self.controller_free = t;
         t
     }
 
+    #[inline]
     fn unit_of(&self, sector: u64) -> usize {
-        // Scatter pages over units like a flash translation layer striping.
+        // Scatter pages over units like a flash translation layer striping:
+        // the hash's high 32 bits scaled onto 0..units.
         let page = sector / PAGE_SECTORS;
         let h = page.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        ((h >> 32) % self.p.units as u64) as usize
+        (((h >> 32) * self.units) >> 32) as usize
     }
 
+    /// Time a write is admitted to the buffer at (after `t`), draining it at
+    /// `write_drain_bandwidth` and waiting while the write would overflow it.
     fn write_admit(&mut self, t: Ns, bytes: u64) -> Ns {
         let at = t.max(self.buffer_at);
-        let drain = self.p.write_drain_bandwidth as f64 / NS_PER_SEC as f64; // bytes per ns
-        let level = (self.buffer_level - drain * (at - self.buffer_at) as f64).max(0.0);
-        let cap = self.p.write_buffer as f64;
-        let over = level + bytes as f64 - cap;
-        let wait = if over > 0.0 {
-            (over / drain).ceil() as Ns
+        let rate = self.drain.d as u128;
+        let drained = (at - self.buffer_at) as u128 * rate;
+        let level = self.buffer_level.saturating_sub(drained);
+        let incoming = bytes as u128 * NS_PER_SEC as u128;
+        let over = (level + incoming).saturating_sub(self.buffer_cap);
+        let wait = if over > 0 {
+            self.drain.div_ceil(over)
         } else {
             0
         };
         self.buffer_at = at + wait;
-        self.buffer_level = (level - drain * wait as f64).max(0.0) + bytes as f64;
+        self.buffer_level = level.saturating_sub(wait as u128 * rate) + incoming;
         at + wait
     }
 }
@@ -144,24 +300,23 @@ impl Device for Nvme {
         let bytes = cmd.bytes();
         let done = match cmd.op {
             Op::Read => {
-                let t = self.controller(now, bytes, self.p.link_read_bandwidth);
+                let t = self.controller(now, bytes, self.link_read);
                 // A multi-page read spreads over units; model it as served by the
                 // first page's unit at the unit's transfer rate.
                 let u = self.unit_of(cmd.sector);
-                let service =
-                    self.jittered(self.p.read_ns) + bytes * NS_PER_SEC / self.p.unit_bandwidth;
+                let service = self.jittered(self.read_jitter) + self.unit_xfer.ns(bytes);
                 let start = self.unit_free[u].max(t);
                 self.unit_free[u] = start + service;
                 start + service
             }
             Op::Write => {
-                let t = self.controller(now, bytes, self.p.link_write_bandwidth);
+                let t = self.controller(now, bytes, self.link_write);
                 let admitted = self.write_admit(t, bytes);
-                admitted + self.jittered(self.p.write_ns)
+                admitted + self.jittered(self.write_jitter)
             }
-            Op::Discard => self.controller(now, 0, self.p.link_write_bandwidth) + self.p.trim_ns,
+            Op::Discard => self.controller(now, 0, self.link_write) + self.p.trim_ns,
             Op::Flush => {
-                let t = self.controller(now, 0, self.p.link_write_bandwidth);
+                let t = self.controller(now, 0, self.link_write);
                 if self.limits.write_cache {
                     t + self.p.flush_ns
                 } else {
@@ -229,6 +384,188 @@ mod tests {
             }
         }
         (n as f64 * 1e9 / now as f64, lat_sum as f64 / n as f64)
+    }
+
+    fn isolated_service(seed: u64, op: Op, n: u64) -> Vec<Ns> {
+        let p = load_profile("nvme").unwrap();
+        let mut d = Nvme::new(&p, seed).unwrap();
+        let mut out = DeviceOut::default();
+        (0..n)
+            .map(|i| {
+                // Far apart: no queueing, no buffer backlog; the service time alone.
+                let now = i * 10_000_000;
+                let cmd = DeviceCmd {
+                    id: 0,
+                    op,
+                    sector: i * 4096,
+                    nr_sectors: 8,
+                    hwq: 0,
+                    fua: false,
+                };
+                d.submit(now, &cmd, &mut out);
+                out.completions.pop().unwrap().0 - now
+            })
+            .collect()
+    }
+
+    /// The jitter keeps each service time's mean, spreads it like an
+    /// exponential, and follows the seed.
+    #[test]
+    fn jitter_keeps_the_mean_and_follows_the_seed() {
+        let p = load_profile("nvme").unwrap();
+        let np = p.nvme.as_ref().unwrap();
+        let n = 200_000;
+        for (op, base) in [(Op::Read, np.read_ns), (Op::Write, np.write_ns)] {
+            let s = isolated_service(1, op, n);
+            let link = if op == Op::Read {
+                np.link_read_bandwidth
+            } else {
+                np.link_write_bandwidth
+            };
+            let mut fixed = np.controller_ns.max(4096 * NS_PER_SEC / link);
+            if op == Op::Read {
+                fixed += 4096 * NS_PER_SEC / np.unit_bandwidth;
+            }
+            let mean = s.iter().sum::<u64>() as f64 / n as f64 - fixed as f64;
+            // Standard error: base · j / √n, 0.045 % of base.
+            assert!(
+                (mean / base as f64 - 1.0).abs() < 0.003,
+                "{op:?}: {mean} vs {base}"
+            );
+            // The floor is base · (1 − j); an exponential tail above it.
+            let min = *s.iter().min().unwrap() - fixed;
+            assert!(
+                min >= (base as f64 * (1.0 - np.jitter)) as u64 - 1,
+                "{op:?} min {min}"
+            );
+            let above = s.iter().filter(|&&t| t - fixed > 2 * base).count() as f64 / n as f64;
+            let expect = (-(1.0 + np.jitter) / np.jitter).exp(); // P(1 − j + j·E > 2)
+            assert!(
+                (above - expect).abs() < 0.0006,
+                "{op:?}: {above} vs {expect}"
+            );
+            assert_eq!(s, isolated_service(1, op, n), "same seed, same times");
+            assert_ne!(s, isolated_service(2, op, n), "another seed, other times");
+        }
+    }
+
+    #[test]
+    fn divisor_matches_division() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut ds = vec![
+            1,
+            2,
+            3,
+            7,
+            10,
+            1 << 32,
+            (1 << 32) + 1,
+            400_000_000,
+            1_200_000_000,
+            2_200_000_000,
+            3_200_000_000,
+            (1 << 63) - 1,
+            1 << 63,
+            (1 << 63) + 1,
+            u64::MAX,
+        ];
+        ds.extend(
+            (0..200)
+                .map(|i| rng.gen::<u64>() >> (i % 64))
+                .filter(|&d| d > 0),
+        );
+        for d in ds {
+            let q = Divisor::new(d);
+            let mut ns = vec![
+                0,
+                1,
+                d - 1,
+                d,
+                d.wrapping_add(1),
+                (1 << 63) - 1,
+                1 << 63,
+                u64::MAX,
+            ];
+            ns.extend((1..4).map(|k| (d.saturating_mul(k)).saturating_sub(1)));
+            ns.extend((0..500).map(|i| rng.gen::<u64>() >> (i % 64)));
+            for n in ns {
+                assert_eq!(q.div(n), n / d, "{n} / {d}");
+                let n = n as u128 * 3;
+                if n / d as u128 >= 1 << 64 {
+                    continue;
+                }
+                assert_eq!(
+                    q.div_ceil(n) as u128,
+                    n.div_ceil(d as u128),
+                    "ceil {n} / {d}"
+                );
+            }
+            let t = PerByte::new(d);
+            for bytes in [
+                0,
+                1,
+                512,
+                4096,
+                131_072,
+                1 << 20,
+                9_223_372_036,
+                9_223_372_037,
+                1 << 41,
+            ] {
+                let exact = bytes as u128 * NS_PER_SEC as u128 / d as u128;
+                if exact >= 1 << 64 {
+                    continue;
+                }
+                assert_eq!(t.ns(bytes) as u128, exact, "{bytes} B at {d} B/s");
+            }
+        }
+    }
+
+    /// The write buffer as first written, in f64: from the same state, the
+    /// integer version admits every write at the same time and leaves the
+    /// same fill level, give or take rounding.
+    #[test]
+    fn write_buffer_matches_float_model() {
+        let p = load_profile("nvme").unwrap();
+        let np = p.nvme.as_ref().unwrap();
+        let drain = np.write_drain_bandwidth as f64 / NS_PER_SEC as f64; // bytes per ns
+        let cap = np.write_buffer as f64;
+        let mut d = Nvme::new(&p, 1).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let (mut t, mut waited) = (0u64, 0);
+        for i in 0..200_000u64 {
+            // Bursts faster than the drain, then idle gaps.
+            t += if i % 50_000 < 40_000 {
+                rng.gen_range(0..2_000)
+            } else {
+                rng.gen_range(0..40_000)
+            };
+            let bytes = 512 * rng.gen_range(1..=256u64);
+            // Float model, one step from the integer model's state.
+            let (level, level_at) = (d.buffer_level as f64 / NS_PER_SEC as f64, d.buffer_at);
+            let at = t.max(level_at);
+            let l = (level - drain * (at - level_at) as f64).max(0.0);
+            let over = l + bytes as f64 - cap;
+            let wait = if over > 0.0 {
+                (over / drain).ceil() as u64
+            } else {
+                0
+            };
+            let level_after = (l - drain * wait as f64).max(0.0) + bytes as f64;
+            let got = d.write_admit(t, bytes);
+            assert!(
+                got.abs_diff(at + wait) <= 1,
+                "write {i}: {got} vs {}",
+                at + wait
+            );
+            let got_level = d.buffer_level as f64 / NS_PER_SEC as f64;
+            assert!(
+                (got_level - level_after).abs() < 2.0,
+                "write {i}: level {got_level} vs {level_after}"
+            );
+            waited += (wait > 0) as u32;
+        }
+        assert!(waited > 10_000, "the buffer filled up and made writes wait");
     }
 
     #[test]
