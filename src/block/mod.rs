@@ -1037,7 +1037,14 @@ impl BlockLayer {
         // Restart: a freed tag may let this queue (or a shared scheduler) go on.
         if self.elv_props.single_queue && self.elv.is_some() && self.hctxs.len() > 1 {
             for h in 0..self.hctxs.len() {
-                self.run_hw_queue(env, h);
+                // Same as run_hw_queue(h), which does nothing for a queue
+                // with an empty dispatch list and no scheduler work; a
+                // queue run never adds scheduler work, so asking first is exact.
+                let idle = self.hctxs[h].dispatch.is_empty()
+                    && !self.elv.as_ref().is_some_and(|e| e.has_work(h as u16));
+                if !idle {
+                    self.run_hw_queue(env, h);
+                }
             }
         } else {
             self.run_hw_queue(env, hctx);

@@ -714,7 +714,12 @@ impl Simulation {
     fn submit_pending(&mut self, j: usize, plugged: bool) {
         let now = self.now;
         let job = &mut self.jobs[j];
-        let mut plug = std::mem::take(&mut job.plug);
+        // The plug travels with the call only when the call plugs.
+        let mut plug = if plugged {
+            std::mem::take(&mut job.plug)
+        } else {
+            Plug::default()
+        };
         loop {
             let job = &mut self.jobs[j];
             let Some(p) = job.pending.front().copied() else {
@@ -750,8 +755,8 @@ impl Simulation {
         }
         if plugged {
             self.with_block(now, |b, env| b.finish_plug(env, &mut plug));
+            self.jobs[j].plug = plug;
         }
-        self.jobs[j].plug = plug;
     }
 
     /// Collect completed I/O units (`io_getevents`) and record them.
