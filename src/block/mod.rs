@@ -227,6 +227,7 @@ struct ElvProps {
     core_merging: bool,
     insert_merging: bool,
     single_queue: bool,
+    completed_hook: bool,
 }
 
 impl ElvProps {
@@ -238,6 +239,7 @@ impl ElvProps {
                 core_merging: e.core_merging(),
                 insert_merging: e.insert_merging(),
                 single_queue: e.single_queue(),
+                completed_hook: e.has_completed_request(),
             },
         }
     }
@@ -1015,9 +1017,11 @@ impl BlockLayer {
         }
         if use_sched {
             self.sched_work(self.sched_cost.complete_ns);
-            self.with_elv(env, |e, ctx| {
-                e.completed_request(ctx, rq);
-            });
+            if self.elv_props.completed_hook {
+                self.with_elv(env, |e, ctx| {
+                    e.completed_request(ctx, rq);
+                });
+            }
         }
         self.end_bios(env, rq);
         self.free_request(env, rq, use_sched);

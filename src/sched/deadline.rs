@@ -336,6 +336,11 @@ impl Elevator for Deadline {
         true
     }
 
+    fn has_completed_request(&self) -> bool {
+        // The legacy deadline has no elevator_completed_req_fn.
+        false
+    }
+
     fn tunables(&self) -> Vec<Tunable> {
         let defaults = [
             DEFAULT_READ_EXPIRE_MS,

@@ -146,6 +146,12 @@ pub trait Elevator {
     fn has_work(&self, hctx: u16) -> bool;
     /// Device completed `rq` (`completed_request`), before `finish_request`.
     fn completed_request(&mut self, _ctx: &mut SchedCtx, _rq: RqId) {}
+    /// Whether `completed_request` does anything: the kernel skips a NULL
+    /// `ops.completed_request`; schedulers without the hook say false here
+    /// and the core saves the call on every completion.
+    fn has_completed_request(&self) -> bool {
+        true
+    }
     /// The request is being freed (`finish_request`); also for requests merged
     /// away, and only for requests that went through `prepare_request`.
     fn finish_request(&mut self, ctx: &mut SchedCtx, rq: RqId);

@@ -326,6 +326,10 @@ impl Elevator for MqDeadline {
         self.depth_updated(q);
     }
 
+    fn has_completed_request(&self) -> bool {
+        // dd has no completed_request op.
+        false
+    }
     fn insert_merging(&self) -> bool {
         true
     }

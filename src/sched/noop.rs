@@ -60,6 +60,11 @@ impl Elevator for Noop {
         true
     }
 
+    fn has_completed_request(&self) -> bool {
+        // The legacy noop has no elevator_completed_req_fn.
+        false
+    }
+
     fn tunables(&self) -> Vec<Tunable> {
         // noop registers no elevator_attrs: iosched/ is empty.
         Vec::new()
