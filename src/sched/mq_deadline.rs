@@ -415,7 +415,9 @@ impl Elevator for MqDeadline {
 
     fn insert(&mut self, ctx: &mut SchedCtx, rq: RqId, at_head: bool) {
         // Defensive: a request is never linked twice.
-        self.unlink(ctx.rqs, rq);
+        if loc(ctx.rqs, rq).0 != LOC_NONE {
+            self.unlink(ctx.rqs, rq);
+        }
         let level = class_to_level(ctx.rqs[rq].ioprio.class);
         let dir = ctx.rqs[rq].op.dir();
         // Count `inserted` only on the first insertion (requeues re-insert).
@@ -475,7 +477,9 @@ impl Elevator for MqDeadline {
     fn finish_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
         // Never leave a freed request linked (the core should not free a
         // request still inside, but be safe).
-        self.unlink(ctx.rqs, rq);
+        if loc(ctx.rqs, rq).0 != LOC_NONE {
+            self.unlink(ctx.rqs, rq);
+        }
         // dd_finish_request: count only requests that went through insert.
         let marker = ctx.rqs[rq].elv[0];
         if marker != 0 {
