@@ -49,30 +49,26 @@ measure() { # measure SCHED DEVICE TOTAL -> "wall_s rss_kb requests"
   echo "$(cat "$TMP/time") $reqs"
 }
 
-# fio's null engine on the same workload (two jobs, 4 KiB random reads at
-# iodepth 32; fio runs each job in its own thread, so it may use both CPUs),
-# and on fio's cheapest case (one job at iodepth 1) for reference.
+# fio's null engine, three ways: one job at the workload's iodepth 32 (one
+# fio thread, like the simulator's one thread), the workload itself (two jobs:
+# two fio threads on two CPUs), and fio's cheapest case (one job, iodepth 1).
 fio_null=""
+fio_null_two=""
 fio_null_qd1=""
+fio_iops() { # fio_iops JSON -> summed read IOPS of the (group-reported) job
+  python3 -c "import json;print(round(json.load(open('$1'))['jobs'][0]['read']['iops']))" 2>/dev/null || echo ""
+}
 if command -v fio >/dev/null 2>&1; then
-  cat > "$TMP/null.fio" <<JOB
-[global]
-ioengine=null
-rw=randread
-bs=4k
-iodepth=32
-size=64g
-time_based
-runtime=5
-group_reporting
-[a]
-[b]
-JOB
-  fio "$TMP/null.fio" --output-format=json --output="$TMP/null.json" >/dev/null 2>&1 || true
-  fio_null=$(python3 -c "import json;print(round(json.load(open('$TMP/null.json'))['jobs'][0]['read']['iops']))" 2>/dev/null || echo "")
-  fio --name=null --ioengine=null --rw=randread --bs=4k --size=64g --time_based --runtime=5 \
-      --output-format=json --output="$TMP/null1.json" >/dev/null 2>&1 || true
-  fio_null_qd1=$(python3 -c "import json;print(round(json.load(open('$TMP/null1.json'))['jobs'][0]['read']['iops']))" 2>/dev/null || echo "")
+  common="--ioengine=null --rw=randread --bs=4k --size=64g --time_based --runtime=5 --output-format=json"
+  # shellcheck disable=SC2086
+  fio --name=null $common --iodepth=32 --output="$TMP/null32.json" >/dev/null 2>&1 || true
+  fio_null=$(fio_iops "$TMP/null32.json")
+  # shellcheck disable=SC2086
+  fio --name=null $common --iodepth=32 --numjobs=2 --group_reporting --output="$TMP/null2.json" >/dev/null 2>&1 || true
+  fio_null_two=$(fio_iops "$TMP/null2.json")
+  # shellcheck disable=SC2086
+  fio --name=null $common --iodepth=1 --output="$TMP/null1.json" >/dev/null 2>&1 || true
+  fio_null_qd1=$(fio_iops "$TMP/null1.json")
 fi
 
 {
@@ -109,13 +105,19 @@ done
 {
   echo
   if [ -n "$fio_null" ]; then
-    echo "fio \`ioengine=null\` on this machine, same run, same workload (two jobs of 4 KiB random reads at iodepth 32, 5 s, both jobs' threads):"
-    echo "**$(python3 -c "print(f'{$fio_null:,}')") IOPS**. This is the reference for the target \"mq-deadline on nvme simulates at least"
-    echo "as many requests per second as fio's null engine issues\": $(python3 -c "print(f'{$mq_nvme_rate/$fio_null:.2f}')")x here."
-    if [ -n "$fio_null_qd1" ]; then
-      echo
-      echo "For comparison, fio's cheapest case (one job at iodepth 1, no queue to manage): $(python3 -c "print(f'{$fio_null_qd1:,}')") IOPS."
-    fi
+    ratio() { python3 -c "print(f'{$mq_nvme_rate/$1:.2f}')"; }
+    num() { python3 -c "print(f'{$1:,}')"; }
+    echo "fio's \`ioengine=null\` on this machine, same run (4 KiB random reads, 5 s each), against mq-deadline on nvme above:"
+    echo
+    echo "| fio null-engine run | fio threads | IOPS | mq-deadline/nvme simulated requests/s ÷ fio IOPS |"
+    echo "|---|---:|---:|---:|"
+    echo "| one job, iodepth 32 (the workload's depth; the reference) | 1 | $(num "$fio_null") | $(ratio "$fio_null") |"
+    [ -n "$fio_null_two" ] && echo "| two jobs, iodepth 32 (the workload itself) | 2 | $(num "$fio_null_two") | $(ratio "$fio_null_two") |"
+    [ -n "$fio_null_qd1" ] && echo "| one job, iodepth 1 (fio's cheapest case) | 1 | $(num "$fio_null_qd1") | $(ratio "$fio_null_qd1") |"
+    echo
+    echo "The simulator runs on one thread, so the reference is one fio thread driving the"
+    echo "workload's queue depth; fio gives each job its own thread, so the two-job figure"
+    echo "uses both CPUs. These fio figures move by tens of percent with the load on the machine."
   else
     echo "fio is not installed, so the null-engine reference is missing from this run."
   fi
