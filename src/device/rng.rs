@@ -11,13 +11,18 @@
 //! drawn again. The low 8 bits of a draw pick the layer and the high 56 bits
 //! the position, so the two are independent.
 
-/// splitmix64 step: expands one `u64` seed into well-mixed state words.
-fn splitmix64(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *x;
+/// splitmix64's output function: a bijection of `u64` that mixes every bit
+/// (also used to derive independent seeds, `sim::engine::stream_seed`).
+pub fn splitmix64_mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// splitmix64 step: expands one `u64` seed into well-mixed state words.
+fn splitmix64(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    splitmix64_mix(*x)
 }
 
 /// xoshiro256++ pseudo-random generator; same seed, same stream.

@@ -45,10 +45,7 @@ pub struct SimConfig {
 
 /// Mix a seed with a stream number (splitmix64), so streams are independent.
 pub fn stream_seed(seed: u64, stream: u64) -> u64 {
-    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    crate::device::rng::splitmix64_mix(seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
