@@ -4,8 +4,8 @@
 use elevator::block::knobs::QueueKnobs;
 use elevator::device::load_profile;
 use elevator::job::{self, Ddir};
+use elevator::run::{simulate, SimConfig, DEFAULT_SEED};
 use elevator::sim::time::NS_PER_SEC;
-use elevator::sim::{simulate, SimConfig, DEFAULT_SEED};
 use std::path::Path;
 
 fn iops(sched: &str, cpus: usize, costs: elevator::block::cpu::CpuCosts) -> f64 {
@@ -52,8 +52,9 @@ fn without_hook_costs_the_schedulers_deliver_alike() {
     // Zero the hook costs: the remaining difference is scheduling, which a
     // random read on an idle-queue NVMe barely has.
     let mut c = elevator::block::cpu::CpuCosts::default();
+    let dl = elevator::sched::find("mq-deadline").unwrap();
     for hook in ["insert_ns", "dispatch_ns", "complete_ns", "merge_ns"] {
-        c.set(&format!("mq-deadline.{hook}"), "0").unwrap();
+        c.set_sched(dl.name, hook, "0", dl.cost).unwrap();
     }
     c.set("lock_handoff_ns", "0").unwrap();
     let none = iops("none", 4, c.clone());

@@ -5,7 +5,7 @@ use elevator::block::knobs::QueueKnobs;
 use elevator::device::{load_profile, Profile};
 use elevator::job::{self, Ddir, JobFile};
 use elevator::report::RunReport;
-use elevator::sim::{simulate, SimConfig, DEFAULT_SEED};
+use elevator::run::{simulate, SimConfig, DEFAULT_SEED};
 use std::path::Path;
 
 fn jobs(text: &str) -> JobFile {

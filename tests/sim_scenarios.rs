@@ -5,8 +5,8 @@ use elevator::block::knobs::QueueKnobs;
 use elevator::device::load_profile;
 use elevator::job::{self, Ddir, JobFile};
 use elevator::report::RunReport;
+use elevator::run::{simulate, SimConfig, DEFAULT_SEED};
 use elevator::sim::time::NS_PER_SEC;
-use elevator::sim::{simulate, SimConfig, DEFAULT_SEED};
 use std::path::Path;
 
 fn jobs(text: &str) -> JobFile {

@@ -13,7 +13,7 @@ use crate::sim::time::Ns;
 use serde::Deserialize;
 
 /// CPU cost of one scheduler's hooks, ns per call.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SchedCost {
     /// `insert_requests` per request.
@@ -88,81 +88,71 @@ impl Default for CpuCosts {
     }
 }
 
-/// Built-in hook costs per scheduler.
-///
-/// mq-deadline: 0.7 us per request in total (insert + dispatch + completion)
-/// on an Intel Core i7-2760QM @ 2.40 GHz — Documentation/block/bfq-iosched.rst.
-/// BFQ: 1.9 us on the same CPU (same source). The legacy schedulers ran their
-/// hooks under the single queue lock too; noop does almost nothing in them.
-pub fn builtin_sched_cost(name: &str) -> SchedCost {
-    let c = |insert_ns, dispatch_ns, complete_ns, merge_ns, locked| SchedCost {
-        insert_ns,
-        dispatch_ns,
-        complete_ns,
-        merge_ns,
-        locked,
-    };
-    match name {
-        "mq-deadline" => c(250, 300, 150, 100, true),
-        "bfq" => c(700, 800, 400, 150, true),
-        "kyber" => c(120, 150, 80, 50, false),
-        "deadline" => c(200, 250, 100, 100, true),
-        "cfq" => c(500, 600, 300, 100, true),
-        "noop" => c(60, 60, 40, 80, true),
-        "tpps" => c(300, 300, 150, 100, true),
-        _ => c(0, 0, 0, 0, false),
-    }
-}
-
 impl CpuCosts {
-    /// Hook costs for `name`: the profile's entry, else the built-in one.
-    pub fn sched_cost(&self, name: &str) -> SchedCost {
+    /// Hook costs for scheduler `name`: the profile's or `--set` entry, else
+    /// `builtin` (the registry's figure).
+    pub fn sched_cost(&self, name: &str, builtin: SchedCost) -> SchedCost {
         self.sched
             .iter()
             .find(|s| s.name == name)
             .map(|s| s.cost)
-            .unwrap_or_else(|| builtin_sched_cost(name))
+            .unwrap_or(builtin)
     }
 
-    /// `--set cpu/NAME=VALUE`: `submit_ns`, `driver_ns`, `complete_ns`,
-    /// `lock_handoff_ns`, or `SCHED.insert_ns|dispatch_ns|complete_ns|merge_ns`.
+    /// `--set cpu/NAME=VALUE` for a cost of the path below the scheduler:
+    /// `submit_ns`, `driver_ns`, `complete_ns`, `lock_handoff_ns`.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
-        let v: Ns = value
-            .trim()
-            .parse()
-            .map_err(|_| format!("cpu/{name}: expected nanoseconds (an integer), got '{value}'"))?;
+        let v = parse_ns(name, value)?;
         match name {
             "submit_ns" => self.submit_ns = v,
             "driver_ns" => self.driver_ns = v,
             "complete_ns" => self.complete_ns = v,
             "lock_handoff_ns" => self.lock_handoff_ns = v,
             other => {
-                let (sched, field) = other.split_once('.').ok_or_else(|| {
-                    format!(
-                        "cpu/{other}: unknown cost (submit_ns, driver_ns, complete_ns, lock_handoff_ns, or SCHEDULER.insert_ns|dispatch_ns|complete_ns|merge_ns)"
-                    )
-                })?;
-                let mut cost = self.sched_cost(sched);
-                match field {
-                    "insert_ns" => cost.insert_ns = v,
-                    "dispatch_ns" => cost.dispatch_ns = v,
-                    "complete_ns" => cost.complete_ns = v,
-                    "merge_ns" => cost.merge_ns = v,
-                    _ => {
-                        return Err(format!(
-                            "cpu/{other}: unknown hook '{field}' (insert_ns, dispatch_ns, complete_ns, merge_ns)"
-                        ))
-                    }
-                }
-                self.sched.retain(|s| s.name != sched);
-                self.sched.push(NamedSchedCost {
-                    name: sched.to_string(),
-                    cost,
-                });
+                return Err(format!(
+                    "cpu/{other}: unknown cost (submit_ns, driver_ns, complete_ns, lock_handoff_ns, or SCHEDULER.insert_ns|dispatch_ns|complete_ns|merge_ns)"
+                ))
             }
         }
         Ok(())
     }
+
+    /// `--set cpu/SCHED.FIELD=VALUE`: one hook cost of scheduler `sched`,
+    /// starting from `builtin` when the scheduler has no entry yet.
+    pub fn set_sched(
+        &mut self,
+        sched: &str,
+        field: &str,
+        value: &str,
+        builtin: SchedCost,
+    ) -> Result<(), String> {
+        let v = parse_ns(&format!("{sched}.{field}"), value)?;
+        let mut cost = self.sched_cost(sched, builtin);
+        match field {
+            "insert_ns" => cost.insert_ns = v,
+            "dispatch_ns" => cost.dispatch_ns = v,
+            "complete_ns" => cost.complete_ns = v,
+            "merge_ns" => cost.merge_ns = v,
+            _ => {
+                return Err(format!(
+                    "cpu/{sched}.{field}: unknown hook '{field}' (insert_ns, dispatch_ns, complete_ns, merge_ns)"
+                ))
+            }
+        }
+        self.sched.retain(|s| s.name != sched);
+        self.sched.push(NamedSchedCost {
+            name: sched.to_string(),
+            cost,
+        });
+        Ok(())
+    }
+}
+
+fn parse_ns(name: &str, value: &str) -> Result<Ns, String> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| format!("cpu/{name}: expected nanoseconds (an integer), got '{value}'"))
 }
 
 /// CPUs that used the lock within this window count as contending (model assumption).
@@ -297,17 +287,23 @@ mod tests {
 
     #[test]
     fn set_costs_by_name() {
+        let builtin = SchedCost {
+            insert_ns: 250,
+            dispatch_ns: 300,
+            complete_ns: 150,
+            merge_ns: 100,
+            locked: true,
+        };
         let mut c = CpuCosts::default();
-        c.set("mq-deadline.insert_ns", "1000").unwrap();
-        assert_eq!(c.sched_cost("mq-deadline").insert_ns, 1000);
-        assert_eq!(c.sched_cost("mq-deadline").dispatch_ns, 300);
+        c.set_sched("mq-deadline", "insert_ns", "1000", builtin)
+            .unwrap();
+        assert_eq!(c.sched_cost("mq-deadline", builtin).insert_ns, 1000);
+        assert_eq!(c.sched_cost("mq-deadline", builtin).dispatch_ns, 300);
+        assert_eq!(c.sched_cost("kyber", builtin), builtin);
         c.set("submit_ns", "7").unwrap();
         assert_eq!(c.submit_ns, 7);
         assert!(c.set("bogus", "1").is_err());
-        assert!(c.set("mq-deadline.bogus", "1").is_err());
+        assert!(c.set_sched("mq-deadline", "bogus", "1", builtin).is_err());
         assert!(c.set("submit_ns", "x").is_err());
-        // The documented mq-deadline total: 0.7 us.
-        let m = builtin_sched_cost("mq-deadline");
-        assert_eq!(m.insert_ns + m.dispatch_ns + m.complete_ns, 700);
     }
 }

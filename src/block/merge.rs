@@ -2,10 +2,10 @@
 //! (`last_merge` hint, end-sector hash, scheduler front-merge lookup), request
 //! to request merges after a bio merge, and the insert merge.
 
+use super::elevator::{BioInfo, MergeKind};
 use super::request::{flags, Request, RqId, NIL};
 use super::{BioSubmit, BlockLayer, Env, Plug, CTX_MERGE_SCAN};
 use crate::block::request::Op;
-use crate::sched::{BioInfo, MergeKind};
 
 const UNMERGEABLE_RQ: u32 =
     flags::NOMERGE | flags::STARTED | flags::PASSTHROUGH | flags::FUA | flags::PREFLUSH;
@@ -44,7 +44,7 @@ fn position(r: &Request, b: &BioSubmit) -> Option<MergeKind> {
     }
 }
 
-fn bio_info(b: &BioSubmit, hctx: u16) -> BioInfo {
+pub(super) fn bio_info(b: &BioSubmit, hctx: u16) -> BioInfo {
     BioInfo {
         op: b.op,
         sector: b.sector,
@@ -167,12 +167,7 @@ impl BlockLayer {
             // 2c. Elevators with their own lists (kyber).
             Some(false) => {
                 let info = bio_info(b, hctx as u16);
-                let e = self.elv.take().expect("elevator");
-                let cand = {
-                    let ctx = self.ctx_ro(env);
-                    e.own_merge_candidate(&ctx, &info)
-                };
-                self.elv = Some(e);
+                let cand = self.with_elv(env, |e, ctx| e.own_merge_candidate(ctx, &info));
                 match cand {
                     Some((rq, kind))
                         if rq_mergeable(&self.rqs[rq]) && compatible(&self.rqs[rq], b) =>
@@ -186,7 +181,7 @@ impl BlockLayer {
     }
 
     fn ctx_merge(&mut self, b: &BioSubmit, cpu: usize, hctx: usize) -> bool {
-        let slot = self.cpu_slot[cpu] as usize;
+        let slot = self.q.cpu_ctx[cpu] as usize;
         let n = self.hctxs[hctx].ctx_lists[slot].len();
         for i in 0..n.min(CTX_MERGE_SCAN) {
             let rq = self.hctxs[hctx].ctx_lists[slot][n - 1 - i];
@@ -202,26 +197,9 @@ impl BlockLayer {
         false
     }
 
-    /// A read-only scheduler context for merge look-ups.
-    fn ctx_ro<'a>(&'a mut self, env: &Env) -> crate::sched::SchedCtx<'a> {
-        crate::sched::SchedCtx {
-            now: env.now,
-            rqs: &mut self.rqs,
-            q: &self.q,
-            cgroups: &self.cgroups,
-            timers: &mut self.timers,
-            run_queue: false,
-        }
-    }
-
-    fn allowed(&mut self, env: &Env, rq: RqId, info: &BioInfo) -> bool {
-        let e = self.elv.take().expect("elevator");
-        let ok = {
-            let ctx = self.ctx_ro(env);
-            e.allow_merge(&ctx, rq, info)
-        };
-        self.elv = Some(e);
-        ok
+    /// The scheduler's `allow_merge` (it may change its state).
+    fn allowed(&mut self, env: &mut Env, rq: RqId, info: &BioInfo) -> bool {
+        self.with_elv(env, |e, ctx| e.allow_merge(ctx, rq, info))
     }
 
     /// `elv_merge` + `blk_mq_sched_try_merge`.
@@ -252,12 +230,7 @@ impl BlockLayer {
             }
         }
         if cand.is_none() {
-            let e = self.elv.take().expect("elevator");
-            let c = {
-                let ctx = self.ctx_ro(env);
-                e.request_merge(&ctx, &info)
-            };
-            self.elv = Some(e);
+            let c = self.with_elv(env, |e, ctx| e.request_merge(ctx, &info));
             if let Some((rq, kind)) = c {
                 let r = &self.rqs[rq];
                 if rq_mergeable(r) && compatible(r, b) && position(r, b) == Some(kind) {

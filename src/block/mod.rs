@@ -7,16 +7,20 @@
 //! Facts: reference/kernel-blkmq-deadline-kyber.md §1 (v6.17).
 
 pub mod cpu;
+pub mod driver;
+pub mod elevator;
 pub mod knobs;
+pub mod legacy;
 mod merge;
 pub mod request;
+pub mod sysfs;
 
 use crate::cgroup::CgroupTable;
-use crate::device::{Device, DeviceCmd, DeviceOut, Submit};
-use crate::sched::{self, Elevator, QueueInfo, SchedCtx};
-use crate::sim::event::{Event, EventQueue};
+use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::time::{Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
+use driver::{Device, DeviceCmd, DeviceOut, Submit};
+use elevator::{Elevator, ElevatorType, Features, QueueInfo, RunRequests, SchedCtx, Tunable};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
 use request::{flags, IoPrio, Op, Request, RequestArena, RqId, NIL};
 use std::collections::VecDeque;
@@ -42,10 +46,11 @@ pub struct BioSubmit {
     pub flags: u32,
     pub ioprio: IoPrio,
     pub cgroup: u16,
-    /// Submitting task (job index).
+    /// Submitting task (its task id).
     pub pid: u32,
     pub cpu: u16,
-    /// Opaque owner token returned on completion.
+    /// Opaque owner token returned on completion (the submitting task's
+    /// tag for this bio).
     pub owner: u64,
 }
 
@@ -185,11 +190,17 @@ pub struct BlockLayer {
     bio_free: Vec<u32>,
     hctxs: Vec<Hctx>,
     nr_cpus: usize,
-    cpu_hctx: Vec<u16>,
-    cpu_slot: Vec<u16>,
     elv: Option<Box<dyn Elevator>>,
+    /// The attached scheduler's registry entry.
+    elv_type: &'static ElevatorType,
     /// Properties of the attached elevator, read once at attach (hot path).
     elv_props: ElvProps,
+    /// Attaches so far: timers carry it, and a switched-away scheduler's
+    /// timers are dropped.
+    elv_generation: u32,
+    /// Queue runs a scheduler hook asked for.
+    runs: RunRequests,
+    /// Queue facts, including the CPU → hardware queue / software queue maps.
     q: QueueInfo,
     knobs: QueueKnobs,
     device: Box<dyn Device>,
@@ -201,7 +212,10 @@ pub struct BlockLayer {
     /// Legacy request pool use per class (0 = sync, 1 = async).
     legacy_used: [u32; 2],
     frozen: bool,
-    pending_switch: Option<String>,
+    pending_switch: Option<&'static ElevatorType>,
+    /// Switches that could not attach their scheduler (the queue fell back
+    /// to none, as the kernel does); reported with the results.
+    pub warnings: Vec<String>,
     freeze_waiters: Vec<u32>,
     timers: Vec<(Ns, u64)>,
     cgroups: CgroupTable,
@@ -231,25 +245,28 @@ struct ElvProps {
 }
 
 impl ElvProps {
-    fn of(elv: &Option<Box<dyn Elevator>>) -> ElvProps {
-        match elv {
-            None => ElvProps::default(),
-            Some(e) => ElvProps {
-                legacy: e.legacy(),
-                core_merging: e.core_merging(),
-                insert_merging: e.insert_merging(),
-                single_queue: e.single_queue(),
-                completed_hook: e.has_completed_request(),
-            },
+    fn of(t: &ElevatorType) -> ElvProps {
+        let Features {
+            single_queue,
+            core_merging,
+            insert_merging,
+            completed_hook,
+        } = t.features;
+        ElvProps {
+            legacy: t.is_legacy(),
+            core_merging,
+            insert_merging,
+            single_queue,
+            completed_hook,
         }
     }
 }
 
 impl BlockLayer {
-    /// Build the queue for `device` with `scheduler` ("none" or a name) on `nr_cpus` CPUs.
+    /// Build the queue for `device` with the scheduler `scheduler` on `nr_cpus` CPUs.
     pub fn new(
         device: Box<dyn Device>,
-        scheduler: &str,
+        scheduler: &'static ElevatorType,
         nr_cpus: usize,
         knobs: QueueKnobs,
         iosched_settings: Vec<(String, String)>,
@@ -261,25 +278,18 @@ impl BlockLayer {
             dev.set_write_cache(wc);
         }
         let limits = dev.limits().clone();
-        let elv = sched::create(scheduler)?;
         let mut bl = BlockLayer {
             rqs: RequestArena::new(),
             bios: Vec::new(),
             bio_free: Vec::new(),
             hctxs: Vec::new(),
             nr_cpus: nr_cpus.max(1),
-            cpu_hctx: Vec::new(),
-            cpu_slot: Vec::new(),
             elv: None,
+            elv_type: scheduler,
             elv_props: ElvProps::default(),
-            q: QueueInfo {
-                nr_hw_queues: 1,
-                queue_depth: limits.queue_depth,
-                nr_requests: limits.queue_depth,
-                rotational: knobs.rotational.unwrap_or(limits.rotational),
-                nomerges: knobs.nomerges,
-                max_sectors: 0,
-            },
+            elv_generation: 0,
+            runs: RunRequests::default(),
+            q: QueueInfo::new(nr_cpus, 1, limits.queue_depth, limits.queue_depth),
             knobs,
             device: dev,
             dev_out: DeviceOut::default(),
@@ -288,6 +298,7 @@ impl BlockLayer {
             legacy_used: [0; 2],
             frozen: false,
             pending_switch: None,
+            warnings: Vec::new(),
             freeze_waiters: Vec::new(),
             timers: Vec::new(),
             cgroups,
@@ -295,7 +306,7 @@ impl BlockLayer {
             disk: DiskCounters::default(),
             inv: Invariants::default(),
             cpu: CpuState::new(nr_cpus.max(1)),
-            sched_cost: costs.sched_cost("none"),
+            sched_cost: SchedCost::default(),
             costs,
             dev_clock: 0,
             dev_budget: limits.budget,
@@ -312,45 +323,36 @@ impl BlockLayer {
             None => max_hw.min(DEFAULT_MAX_SECTORS_KB_CAP),
         };
         bl.q.max_sectors = max_kb * 2;
-        bl.attach(elv)?;
+        bl.q.rotational = bl.knobs.rotational.unwrap_or(limits.rotational);
+        bl.q.nomerges = bl.knobs.nomerges;
+        bl.attach(scheduler)?;
         // Every iosched/ setting must name a tunable of at least one scheduler of the run;
         // the caller checks the switch targets, we check the initial one here.
         Ok(bl)
     }
 
-    /// Attach `elv` (None = "none"): map CPUs to hardware queues, reset
+    /// Attach scheduler `t`: map CPUs to hardware queues, reset
     /// nr_requests to the kernel default, apply settings. The queue must be empty.
-    fn attach(&mut self, elv: Option<Box<dyn Elevator>>) -> Result<(), String> {
+    fn attach(&mut self, t: &'static ElevatorType) -> Result<(), String> {
         debug_assert_eq!(self.rqs.live(), 0);
         let limits = self.device.limits().clone();
-        let legacy = ElvProps::of(&elv).legacy;
+        let elv = t.instantiate();
         // Legacy single-queue schedulers see one queue; blk-mq uses min(device queues, CPUs).
-        let nr_hw = if legacy {
+        let nr_hw = if t.is_legacy() {
             1
         } else {
             (limits.nr_hw_queues as usize).min(self.nr_cpus).max(1)
         };
-        self.cpu_hctx.clear();
-        self.cpu_slot.clear();
-        let mut per_hctx = vec![0usize; nr_hw];
-        for cpu in 0..self.nr_cpus {
-            // blk_mq_map_queues spreads CPUs evenly over queues.
-            let h = cpu * nr_hw / self.nr_cpus;
-            self.cpu_hctx.push(h as u16);
-            self.cpu_slot.push(per_hctx[h] as u16);
-            per_hctx[h] += 1;
-        }
-        self.hctxs = per_hctx.iter().map(|&n| Hctx::new(n)).collect();
-        self.q.nr_hw_queues = nr_hw as u32;
-        self.q.queue_depth = limits.queue_depth;
+        let (rotational, nomerges, max_sectors) =
+            (self.q.rotational, self.q.nomerges, self.q.max_sectors);
         // Default nr_requests: the queue depth without a scheduler, 2 × min(QD, 128)
         // with one (blk-mq-sched.c); legacy: 128 per class.
         let default_nr = match &elv {
             None => limits.queue_depth,
-            Some(e) if e.legacy() => LEGACY_NR_REQUESTS,
+            Some(_) if t.is_legacy() => LEGACY_NR_REQUESTS,
             Some(_) => 2 * limits.queue_depth.min(BLKDEV_DEFAULT_RQ),
         };
-        self.q.nr_requests = match self.knobs.nr_requests {
+        let nr_requests = match self.knobs.nr_requests {
             None => default_nr,
             Some(n) => match &elv {
                 None if n > limits.queue_depth => {
@@ -359,16 +361,27 @@ impl BlockLayer {
                         limits.queue_depth
                     ))
                 }
-                Some(e) if !e.legacy() && n > MAX_SCHED_RQ => {
+                Some(_) if !t.is_legacy() && n > MAX_SCHED_RQ => {
                     return Err(format!("nr_requests: {n} exceeds the maximum {MAX_SCHED_RQ}"))
                 }
                 _ => n,
             },
         };
-        self.elv_props = ElvProps::of(&elv);
-        self.sched_cost = self
-            .costs
-            .sched_cost(elv.as_ref().map_or("none", |e| e.name()));
+        let mut q = QueueInfo::new(self.nr_cpus, nr_hw, limits.queue_depth, nr_requests);
+        q.rotational = rotational;
+        q.nomerges = nomerges;
+        q.max_sectors = max_sectors;
+        self.q = q;
+        self.hctxs = self
+            .q
+            .hctx_nr_ctx
+            .iter()
+            .map(|&n| Hctx::new(n as usize))
+            .collect();
+        self.elv_type = t;
+        self.elv_props = ElvProps::of(t);
+        self.elv_generation = self.elv_generation.wrapping_add(1);
+        self.sched_cost = self.costs.sched_cost(t.name, t.cost);
         self.elv = elv;
         if let Some(e) = self.elv.as_mut() {
             e.init(&self.q);
@@ -393,7 +406,11 @@ impl BlockLayer {
         &self.q
     }
     pub fn scheduler_name(&self) -> &'static str {
-        self.elv.as_ref().map_or("none", |e| e.name())
+        self.elv_type.name
+    }
+    /// The attached scheduler's registry entry.
+    pub fn scheduler(&self) -> &'static ElevatorType {
+        self.elv_type
     }
     pub fn capacity(&self) -> u64 {
         self.device.limits().capacity
@@ -409,11 +426,11 @@ impl BlockLayer {
         &self.knobs
     }
     /// Current tunables of the attached elevator.
-    pub fn tunables(&self) -> Vec<sched::Tunable> {
+    pub fn tunables(&self) -> Vec<Tunable> {
         self.elv.as_ref().map(|e| e.tunables()).unwrap_or_default()
     }
     pub fn hctx_of_cpu(&self, cpu: u16) -> u16 {
-        self.cpu_hctx[self.cpu_index(cpu) as usize]
+        self.q.cpu_hctx[self.cpu_index(cpu) as usize]
     }
 
     // ----- CPU time -----------------------------------------------------------
@@ -474,7 +491,7 @@ impl BlockLayer {
             return SubmitResult::Sleep;
         }
         let cpu = self.cpu_index(b.cpu) as usize;
-        let hctx = self.cpu_hctx[cpu] as usize;
+        let hctx = self.q.cpu_hctx[cpu] as usize;
         // A flush to a device without a volatile cache has nothing to do (blk-flush.c).
         if b.op == Op::Flush && !self.write_cache() {
             self.inv.bios_submitted += 1;
@@ -549,7 +566,7 @@ impl BlockLayer {
     /// Take a tag and set the request up (`blk_mq_get_new_requests`).
     fn alloc_request(&mut self, env: &mut Env, b: &BioSubmit, hctx: usize) -> Option<RqId> {
         let bypass = b.op == Op::Flush || b.flags & flags::PASSTHROUGH != 0;
-        let sync = b.op == Op::Read || b.flags & flags::SYNC != 0;
+        let sync = request::op_is_sync(b.op, b.flags);
         let cpu = self.cpu_index(b.cpu);
         match &self.elv {
             Some(_) if self.elv_props.legacy => {
@@ -559,10 +576,11 @@ impl BlockLayer {
                 }
                 self.legacy_used[class] += 1;
             }
-            Some(e) => {
+            Some(_) => {
                 let mut depth = self.q.nr_requests;
                 if !bypass {
-                    if let Some(s) = e.limit_depth(b.op, sync) {
+                    let info = merge::bio_info(b, hctx as u16);
+                    if let Some(s) = self.with_elv(env, |e, ctx| e.limit_depth(ctx, &info)) {
                         depth = depth.min(s.max(1));
                     }
                 }
@@ -617,28 +635,49 @@ impl BlockLayer {
         f: impl FnOnce(&mut dyn Elevator, &mut SchedCtx) -> R,
     ) -> R {
         let elv = self.elv.as_deref_mut().expect("elevator attached");
-        let mut ctx = SchedCtx {
-            now: env.now,
-            rqs: &mut self.rqs,
-            q: &self.q,
-            cgroups: &self.cgroups,
-            timers: &mut self.timers,
-            run_queue: false,
-        };
+        let mut ctx = SchedCtx::new(
+            env.now,
+            &mut self.rqs,
+            &self.q,
+            &self.cgroups,
+            &mut self.timers,
+            &mut self.runs,
+        );
         let r = f(elv, &mut ctx);
-        let kick = ctx.run_queue;
         if !self.timers.is_empty() {
+            let owner = TimerOwner::Elevator {
+                generation: self.elv_generation,
+            };
             for (at, tok) in self.timers.drain(..) {
-                env.events.push(at, Event::ElvTimer(tok));
+                env.events.push(at, Event::Timer(owner, tok));
             }
         }
-        if kick {
-            // Run asynchronously (kblockd) to avoid re-entering the elevator.
+        if !self.runs.is_empty() {
+            self.kick_requested_runs(env);
+        }
+        r
+    }
+
+    /// Queue runs a scheduler asked for: asynchronously (kblockd), so the
+    /// elevator is not re-entered from its own hook.
+    #[cold]
+    fn kick_requested_runs(&mut self, env: &mut Env) {
+        let all = self.runs.all;
+        let mut one = std::mem::take(&mut self.runs.hctxs);
+        self.runs.all = false;
+        if all {
             for h in 0..self.hctxs.len() {
                 self.schedule_run(env, h as u16, env.now);
             }
+        } else {
+            for &h in &one {
+                if (h as usize) < self.hctxs.len() {
+                    self.schedule_run(env, h, env.now);
+                }
+            }
         }
-        r
+        one.clear();
+        self.runs.hctxs = one;
     }
 
     /// Insert a new (non-plugged) request, or issue it directly (§1.4).
@@ -684,7 +723,7 @@ impl BlockLayer {
 
     fn ctx_insert(&mut self, rq: RqId) {
         let (hctx, cpu) = (self.rqs[rq].hctx as usize, self.rqs[rq].cpu as usize);
-        let slot = self.cpu_slot[cpu] as usize;
+        let slot = self.q.cpu_ctx[cpu] as usize;
         let h = &mut self.hctxs[hctx];
         h.ctx_lists[slot].push_back(rq);
         h.ctx_pending += 1;
@@ -755,7 +794,7 @@ impl BlockLayer {
     /// A delayed queue run fired.
     pub fn delayed_run(&mut self, env: &mut Env, hctx: u16) {
         // kblockd runs the queue on a CPU mapped to it.
-        let cpu = self.cpu_hctx.iter().position(|&h| h == hctx).unwrap_or(0) as u16;
+        let cpu = self.q.cpu_hctx.iter().position(|&h| h == hctx).unwrap_or(0) as u16;
         self.cpu.begin(cpu, env.now);
         self.delayed_run_inner(env, hctx);
         self.cpu.end();
@@ -839,7 +878,8 @@ impl BlockLayer {
         self.dev_out.completions.clear();
         if !self.dev_out.wakeups.is_empty() {
             for &(at, tok) in &self.dev_out.wakeups {
-                env.events.push(at.max(env.now), Event::DeviceWake(tok));
+                env.events
+                    .push(at.max(env.now), Event::Timer(TimerOwner::Device, tok));
             }
             self.dev_out.wakeups.clear();
         }
@@ -1096,9 +1136,10 @@ impl BlockLayer {
 
     // ----- timers and switching ----------------------------------------------
 
-    /// An elevator timer fired.
-    pub fn elv_timer(&mut self, env: &mut Env, token: u64) {
-        if self.elv.is_none() {
+    /// A timer of the elevator attached at `generation` fired; one armed by
+    /// a scheduler that has since been switched away is dropped.
+    pub fn elv_timer(&mut self, env: &mut Env, generation: u32, token: u64) {
+        if self.elv.is_none() || generation != self.elv_generation {
             return;
         }
         self.cpu.begin(0, env.now);
@@ -1115,31 +1156,34 @@ impl BlockLayer {
         self.drain_device_out(env);
     }
 
-    /// `echo NAME > queue/scheduler`: freeze, drain, switch, unfreeze.
-    pub fn request_switch(&mut self, env: &mut Env, name: &str) -> Result<(), String> {
-        sched::create(name)?; // validate before freezing, as the kernel loads the module first
-        if name.trim() == self.scheduler_name() {
+    /// `echo NAME > queue/scheduler` for scheduler `t` (the caller looked
+    /// the name up, as the kernel loads the module before freezing): freeze,
+    /// drain, switch, unfreeze.
+    pub fn request_switch(&mut self, env: &mut Env, t: &'static ElevatorType) {
+        if std::ptr::eq(t, self.elv_type) || t.name == self.elv_type.name {
             // Same scheduler: nothing happens, tunables are not reset.
-            return Ok(());
+            return;
         }
         self.frozen = true;
-        self.pending_switch = Some(name.trim().to_string());
+        self.pending_switch = Some(t);
         self.try_switch(env);
-        Ok(())
     }
 
     fn try_switch(&mut self, env: &mut Env) {
         if self.rqs.live() != 0 {
             return;
         }
-        let Some(name) = self.pending_switch.take() else {
+        let Some(t) = self.pending_switch.take() else {
             return;
         };
-        let elv = sched::create(&name).expect("validated at request");
-        if let Err(e) = self.attach(elv) {
+        if let Err(e) = self.attach(t) {
             // A failed init leaves the queue without a scheduler, as the kernel does.
-            eprintln!("elevator: switch to {name} failed ({e}); the queue is left with none");
-            self.attach(None).expect("none always attaches");
+            self.warnings.push(format!(
+                "switch to {} failed ({e}); the queue is left with none",
+                t.name
+            ));
+            self.attach(&elevator::NO_ELEVATOR)
+                .expect("none always attaches");
         }
         self.inv.switches += 1;
         self.frozen = false;

@@ -54,6 +54,15 @@ pub mod flags {
     pub const ELV_INSERTED: u32 = 1 << 8;
     /// Holds a driver tag.
     pub const DRIVER_TAG: u32 = 1 << 9;
+    /// RQF_SOFTBARRIER (legacy core): a requeued or front-inserted request on
+    /// the dispatch list; sorted inserts do not pass it.
+    pub const SOFTBARRIER: u32 = 1 << 20;
+}
+
+/// `op_is_sync`: reads are always synchronous; writes when flagged SYNC,
+/// FUA or PREFLUSH (include/linux/blk_types.h).
+pub fn op_is_sync(op: Op, f: u32) -> bool {
+    op == Op::Read || f & (flags::SYNC | flags::FUA | flags::PREFLUSH) != 0
 }
 
 /// I/O priority: class and level (0..7), as `ioprio_set` takes them.
@@ -136,7 +145,7 @@ impl Request {
         self.flags & flag != 0
     }
     pub fn is_sync(&self) -> bool {
-        self.op == Op::Read || self.has(flags::SYNC)
+        op_is_sync(self.op, self.flags)
     }
 }
 

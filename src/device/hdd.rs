@@ -31,7 +31,8 @@
 //! without positioning; a read that starts inside it goes on from where the
 //! look-ahead is, without losing a revolution.
 
-use super::{Device, DeviceCmd, DeviceOut, Profile, QueueLimits, Submit};
+use super::Profile;
+use crate::block::driver::{Device, DeviceCmd, DeviceOut, QueueLimits, Submit};
 use crate::block::request::{Op, RqId};
 use crate::sim::time::{Ns, NS_PER_SEC};
 use rand::Rng;

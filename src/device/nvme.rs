@@ -9,9 +9,10 @@
 //! drains to flash at the sustained write bandwidth; a full buffer makes
 //! writes wait. Service times get a seeded exponential jitter.
 
-use super::rng::{ExpZiggurat, Xoshiro256pp};
-use super::{Device, DeviceCmd, DeviceOut, Profile, QueueLimits, Submit};
+use super::Profile;
+use crate::block::driver::{Device, DeviceCmd, DeviceOut, QueueLimits, Submit};
 use crate::block::request::Op;
+use crate::sim::rng::{ExpZiggurat, Xoshiro256pp};
 use crate::sim::time::{Ns, NS_PER_SEC};
 use serde::Deserialize;
 

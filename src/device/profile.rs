@@ -1,45 +1,9 @@
 //! Device profiles: documented TOML files that users can write and pass with
 //! `--device FILE.toml`. Each model reads its own table (`[ram]`, `[nvme]`).
 
+use crate::block::driver::QueueLimits;
 use serde::Deserialize;
 use std::path::Path;
-
-/// Identity and queue limits every device has (what sysfs `queue/` shows).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct QueueLimits {
-    /// Capacity in bytes.
-    pub capacity: u64,
-    /// Logical block size in bytes (`logical_block_size`).
-    #[serde(default = "default_lbs")]
-    pub logical_block_size: u32,
-    /// Hardware queues the device offers (blk-mq uses min(this, CPUs)).
-    pub nr_hw_queues: u32,
-    /// Driver tags per hardware queue (`queue_depth`).
-    pub queue_depth: u32,
-    /// `rotational`.
-    pub rotational: bool,
-    /// `write_cache`: true = "write back" (volatile cache; flushes cost time).
-    pub write_cache: bool,
-    /// `max_hw_sectors_kb`.
-    pub max_hw_sectors_kb: u32,
-    /// `max_segments`.
-    #[serde(default = "default_max_segments")]
-    pub max_segments: u32,
-    /// SCSI-style per-device budget: the scheduler is not asked for a request
-    /// while the device has no free slot (`get_budget`), so requests stay
-    /// mergeable in the scheduler.
-    #[serde(default)]
-    pub budget: bool,
-}
-
-fn default_lbs() -> u32 {
-    512
-}
-fn default_max_segments() -> u32 {
-    // BLK_MAX_SEGMENTS (include/linux/blkdev.h)
-    128
-}
 
 /// A device profile file.
 #[derive(Clone, Debug, Deserialize)]

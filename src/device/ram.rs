@@ -2,7 +2,8 @@
 //! Every command waits a fixed latency; the data copy is serialised per
 //! hardware queue at memory bandwidth, so throughput saturates with depth.
 
-use super::{Device, DeviceCmd, DeviceOut, Profile, QueueLimits, Submit};
+use super::Profile;
+use crate::block::driver::{Device, DeviceCmd, DeviceOut, QueueLimits, Submit};
 use crate::sim::time::{Ns, NS_PER_SEC};
 use serde::Deserialize;
 

@@ -26,7 +26,8 @@
 //! The counters know the fill, not the write pattern: on a preconditioned
 //! drive sequential writes pay the same GC cost as random ones.
 
-use super::{Device, DeviceCmd, DeviceOut, Profile, QueueLimits, Submit};
+use super::Profile;
+use crate::block::driver::{Device, DeviceCmd, DeviceOut, QueueLimits, Submit};
 use crate::block::request::Op;
 use crate::sim::time::{Ns, NS_PER_SEC};
 use rand::Rng;

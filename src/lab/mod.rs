@@ -21,7 +21,6 @@
 
 pub mod calibrate;
 pub mod cgroup;
-pub mod cli;
 pub mod device;
 pub mod fio;
 pub mod jobfile;

@@ -14,14 +14,9 @@ use super::jobfile::{self, Rewrite};
 use super::{signal, TempDir};
 use crate::job::JobFile;
 use crate::report::RunReport;
-use crate::sched::SCHEDULERS;
 use crate::sim::time::Ns;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Schedulers of older or out-of-tree kernels: never offered by a current
-/// kernel, only simulated.
-pub const SIMULATION_ONLY: &[&str] = &["cfq", "deadline", "noop", "tpps"];
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -115,9 +110,10 @@ impl LabResult {
 
 /// Why a scheduler the device does not offer is not run.
 pub fn not_offered_reason(name: &str) -> String {
-    let known_legacy = SIMULATION_ONLY.contains(&name)
-        || SCHEDULERS.iter().any(|s| s.name == name && !s.in_mainline);
-    if known_legacy {
+    // Schedulers of older or out-of-tree kernels are never offered by a
+    // current kernel; the simulator may still have them.
+    let not_in_kernel = crate::sched::find(name).is_ok_and(|t| !t.lab);
+    if not_in_kernel {
         "simulation only (not in this kernel)".into()
     } else {
         "not offered by this kernel for this device".into()

@@ -13,8 +13,8 @@ use crate::device::Profile;
 use crate::job::{Ddir, JobFile};
 use crate::report::table::{align, dir_name, group_rows, num, GroupRow, Stat};
 use crate::report::RunReport;
+use crate::run::simulate;
 use crate::sched;
-use crate::sim::simulate;
 use crate::sim::time::Ns;
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -32,15 +32,14 @@ pub struct SimSettings {
 
 /// Whether the simulator has this scheduler.
 pub fn simulated(name: &str) -> bool {
-    sched::create(name).is_ok()
+    sched::find_simulated(name).is_ok()
 }
 
 /// The `--set` values that apply to `scheduler` in simulation.
 pub fn sets_for(scheduler: &str, sets: &[(String, String)]) -> Vec<(String, String)> {
-    let tunables: Vec<&'static str> = match sched::create(scheduler) {
-        Ok(Some(e)) => e.tunables().iter().map(|t| t.name).collect(),
-        _ => Vec::new(),
-    };
+    let tunables: Vec<&'static str> = sched::find(scheduler)
+        .map(sched::tunable_names)
+        .unwrap_or_default();
     sets.iter()
         .filter(|(k, _)| match k.strip_prefix("iosched/") {
             Some(t) => tunables.contains(&t),
@@ -67,7 +66,13 @@ pub fn simulate_with(jf: &JobFile, scheduler: &str, s: &SimSettings) -> Result<R
     cfg.cpu_costs = s.profile.cpu.clone().unwrap_or_default();
     for (k, v) in &o.sets {
         if let Some(name) = k.strip_prefix("cpu/") {
-            cfg.cpu_costs.set(name, v)?;
+            match name.split_once('.') {
+                Some((sched_name, field)) => {
+                    let t = sched::find(sched_name)?;
+                    cfg.cpu_costs.set_sched(t.name, field, v, t.cost)?
+                }
+                None => cfg.cpu_costs.set(name, v)?,
+            }
         }
     }
     cfg.progress = None;

@@ -7,12 +7,16 @@
 //! direction. Reads are preferred, but at most `writes_starved` read batches
 //! in a row may be chosen while writes wait.
 //!
-//! This file also holds the sysfs parsing helpers shared with mq-deadline.
+//! This file also holds the `iosched/` attributes shared with mq-deadline.
 
 use super::sort_tree::{SortForest, SortTree};
-use super::{BioInfo, Elevator, MergeKind, SchedCtx, Tunable};
+use crate::block::elevator::{
+    show_attrs, store_attr, Attr, AttrConv, AttrDefault, AttrParse, AttrRange, BioInfo, Elevator,
+    MergeKind, SchedCtx, Tunable,
+};
 use crate::block::request::{flags, Op, RequestArena, RqId, RqList, NIL};
-use crate::sim::time::{self, Ns, NS_PER_JIFFY};
+use crate::block::sysfs;
+use crate::sim::time::{Ns, NS_PER_JIFFY};
 
 pub(crate) const READ: usize = 0;
 pub(crate) const WRITE: usize = 1;
@@ -25,22 +29,6 @@ pub(crate) const DEFAULT_WRITE_EXPIRE_MS: i32 = 5000;
 pub(crate) const DEFAULT_WRITES_STARVED: i32 = 2;
 pub(crate) const DEFAULT_FIFO_BATCH: i32 = 16;
 
-// ---------------------------------------------------------------------------
-// Jiffy conversions and sysfs number parsing (shared with mq-deadline).
-// ---------------------------------------------------------------------------
-
-/// `msecs_to_jiffies` for a non-negative int (rounds up at HZ=250).
-pub(crate) fn msecs_to_jiffies(ms: i32) -> i64 {
-    (time::ms_to_jiffies_ns(ms.max(0) as u64) / NS_PER_JIFFY) as i64
-}
-
-/// What the `*_expire` show functions print for a value stored in jiffies:
-/// `jiffies_to_msecs` returns an unsigned int that is printed with "%d", so
-/// very large values wrap negative exactly as in the kernel.
-pub(crate) fn jiffies_to_msecs_shown(j: i64) -> i32 {
-    ((j as u64).wrapping_mul(1000 / time::HZ) as u32) as i32
-}
-
 /// Fire time of a jiffy deadline, stored in `Request::fifo_time` as the
 /// nanosecond start of that jiffy (the scheduler compares whole jiffies).
 pub(crate) fn jiffy_to_ns(j: i64) -> Ns {
@@ -52,111 +40,91 @@ pub(crate) fn ns_to_jiffy(ns: Ns) -> i64 {
     (ns / NS_PER_JIFFY) as i64
 }
 
-fn invalid(s: &str) -> String {
-    format!("invalid value '{}': not a number", s.trim_end())
-}
+// ---------------------------------------------------------------------------
+// iosched/ attributes shared by both deadline flavours. Each flavour builds
+// its table from these with its own parser (legacy simple_strtol, v6.x
+// kstrtoint) and its own fields; the names, units, ranges and help are here.
+// ---------------------------------------------------------------------------
 
-fn out_of_range(s: &str) -> String {
-    format!("invalid value '{}': out of range for int", s.trim_end())
-}
+const INT_MIN: i128 = i32::MIN as i128;
+const INT_MAX: i128 = i32::MAX as i128;
 
-/// Digits of `s` in `base`: (value wrapped to 64 bits, overflowed, digits used).
-fn parse_digits(s: &[u8], base: u64) -> (u64, bool, usize) {
-    let mut v: u64 = 0;
-    let mut overflow = false;
-    let mut n = 0;
-    for &c in s {
-        let d = match c {
-            b'0'..=b'9' => (c - b'0') as u64,
-            b'a'..=b'f' => (c - b'a' + 10) as u64,
-            b'A'..=b'F' => (c - b'A' + 10) as u64,
-            _ => break,
-        };
-        if d >= base {
-            break;
-        }
-        match v.checked_mul(base).and_then(|x| x.checked_add(d)) {
-            Some(x) => v = x,
-            None => {
-                overflow = true;
-                v = v.wrapping_mul(base).wrapping_add(d);
-            }
-        }
-        n += 1;
+type Get<S> = fn(&S) -> i128;
+type Set<S> = fn(&mut S, i128) -> Result<(), String>;
+
+/// `read_expire`: STORE_FUNCTION(..., 0, INT_MAX, 1) — clamp, ms → jiffies.
+pub(crate) const fn read_expire_attr<S>(parse: AttrParse, get: Get<S>, set: Set<S>) -> Attr<S> {
+    Attr {
+        name: "read_expire",
+        unit: "ms",
+        help: "deadline added to a read's insertion time; expiry is checked when a batch starts",
+        default: AttrDefault::Value(DEFAULT_READ_EXPIRE_MS as i128),
+        parse,
+        range: AttrRange::Clamp(0, INT_MAX),
+        conv: AttrConv::MsecsAsJiffies,
+        get,
+        set,
     }
-    (v, overflow, n)
 }
 
-/// `_kstrtoull(s, 0)`: base from the prefix (0x → 16, leading 0 → 8), the
-/// whole string must be digits apart from one trailing newline.
-fn kstrtoull_base0(s: &str) -> Result<u64, String> {
-    let b = s.as_bytes();
-    let (base, skip) = if b.first() == Some(&b'0') {
-        if b.len() > 2 && (b[1] | 0x20) == b'x' && b[2].is_ascii_hexdigit() {
-            (16, 2)
-        } else {
-            (8, 0)
-        }
-    } else {
-        (10, 0)
-    };
-    let rest = &b[skip..];
-    let (v, overflow, n) = parse_digits(rest, base);
-    if overflow {
-        return Err(out_of_range(s));
+/// `write_expire`: as read_expire.
+pub(crate) const fn write_expire_attr<S>(parse: AttrParse, get: Get<S>, set: Set<S>) -> Attr<S> {
+    Attr {
+        name: "write_expire",
+        unit: "ms",
+        help: "deadline added to a write's insertion time",
+        default: AttrDefault::Value(DEFAULT_WRITE_EXPIRE_MS as i128),
+        parse,
+        range: AttrRange::Clamp(0, INT_MAX),
+        conv: AttrConv::MsecsAsJiffies,
+        get,
+        set,
     }
-    if n == 0 {
-        return Err(invalid(s));
-    }
-    let tail = &rest[n..];
-    let tail = tail.strip_prefix(b"\n").unwrap_or(tail);
-    if !tail.is_empty() {
-        return Err(invalid(s));
-    }
-    Ok(v)
 }
 
-/// The kernel's `kstrtoint(s, 0, &v)` as the v6.17 mq-deadline store
-/// functions use it: optional sign ('+' or '-'), 0x/0 prefixes, a single
-/// trailing newline; anything else is -EINVAL, values outside int -ERANGE.
-pub(crate) fn kstrtoint(s: &str) -> Result<i32, String> {
-    let v: i64 = if let Some(rest) = s.strip_prefix('-') {
-        let u = kstrtoull_base0(rest).map_err(|e| e.replace(rest.trim_end(), s.trim_end()))?;
-        if u > 1u64 << 63 {
-            return Err(out_of_range(s));
-        }
-        (u as i64).wrapping_neg()
-    } else {
-        let rest = s.strip_prefix('+').unwrap_or(s);
-        let u = kstrtoull_base0(rest).map_err(|e| e.replace(rest.trim_end(), s.trim_end()))?;
-        if u > i64::MAX as u64 {
-            return Err(out_of_range(s));
-        }
-        u as i64
-    };
-    i32::try_from(v).map_err(|_| out_of_range(s))
-}
-
-/// The 4.x legacy store path: `simple_strtol(page, &p, 10)` assigned to an
-/// int. Leading '-' allowed, parsing stops at the first non-digit, the long
-/// is truncated to int. Deviation: where the kernel silently stored 0 for
-/// input without digits, the model rejects it (contract: non-numeric → Err).
-pub(crate) fn legacy_strtoint(s: &str) -> Result<i32, String> {
-    let (neg, rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s),
-    };
-    let (v, _overflow, n) = parse_digits(rest.as_bytes(), 10);
-    if n == 0 {
-        return Err(invalid(s));
+/// `writes_starved`: STORE_FUNCTION(..., INT_MIN, INT_MAX, 0).
+pub(crate) const fn writes_starved_attr<S>(parse: AttrParse, get: Get<S>, set: Set<S>) -> Attr<S> {
+    Attr {
+        name: "writes_starved",
+        unit: "batches",
+        help: "read batches that may be chosen in a row while writes wait",
+        default: AttrDefault::Value(DEFAULT_WRITES_STARVED as i128),
+        parse,
+        range: AttrRange::Clamp(INT_MIN, INT_MAX),
+        conv: AttrConv::Plain,
+        get,
+        set,
     }
-    let v = if neg { v.wrapping_neg() } else { v };
-    Ok(v as i64 as i32)
 }
 
-/// Clamp as the deadline STORE_FUNCTION macros do.
-pub(crate) fn clamp(v: i32, min: i32, max: i32) -> i32 {
-    v.clamp(min, max)
+/// `front_merges`: STORE_FUNCTION(..., 0, 1, 0).
+pub(crate) const fn front_merges_attr<S>(parse: AttrParse, get: Get<S>, set: Set<S>) -> Attr<S> {
+    Attr {
+        name: "front_merges",
+        unit: "bool",
+        help: "look up front merges in the sort tree (0 = only hint/back merges)",
+        default: AttrDefault::Value(1),
+        parse,
+        range: AttrRange::Clamp(0, 1),
+        conv: AttrConv::Plain,
+        get,
+        set,
+    }
+}
+
+/// `fifo_batch`: STORE_FUNCTION(..., 0, INT_MAX, 0).
+pub(crate) const fn fifo_batch_attr<S>(parse: AttrParse, get: Get<S>, set: Set<S>) -> Attr<S> {
+    Attr {
+        name: "fifo_batch",
+        unit: "requests",
+        help: "requests per sector-ordered batch; 1 = FCFS by deadline",
+        default: AttrDefault::Value(DEFAULT_FIFO_BATCH as i128),
+        parse,
+        range: AttrRange::Clamp(0, INT_MAX),
+        conv: AttrConv::Plain,
+        get,
+        set,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -218,8 +186,8 @@ impl Deadline {
             starved: 0,
             last_sector: 0,
             fifo_expire: [
-                msecs_to_jiffies(DEFAULT_READ_EXPIRE_MS) as i32,
-                msecs_to_jiffies(DEFAULT_WRITE_EXPIRE_MS) as i32,
+                sysfs::msecs_to_jiffies(DEFAULT_READ_EXPIRE_MS as i64) as i32,
+                sysfs::msecs_to_jiffies(DEFAULT_WRITE_EXPIRE_MS as i64) as i32,
             ],
             fifo_batch: DEFAULT_FIFO_BATCH,
             writes_starved: DEFAULT_WRITES_STARVED,
@@ -277,118 +245,65 @@ impl Deadline {
         self.last_sector = rqs[id].end_sector();
         self.remove_sorted(rqs, id, dir);
     }
-
-    fn tunable_values(&self) -> [(&'static str, i32); 5] {
-        [
-            (
-                "read_expire",
-                jiffies_to_msecs_shown(self.fifo_expire[READ] as i64),
-            ),
-            (
-                "write_expire",
-                jiffies_to_msecs_shown(self.fifo_expire[WRITE] as i64),
-            ),
-            ("writes_starved", self.writes_starved),
-            ("front_merges", self.front_merges),
-            ("fifo_batch", self.fifo_batch),
-        ]
-    }
 }
 
-/// Help text and units shared by both deadline flavours.
-pub(crate) fn deadline_tunable_meta(name: &str) -> (&'static str, &'static str) {
-    match name {
-        "read_expire" => (
-            "ms",
-            "deadline added to a read's insertion time; expiry is checked when a batch starts",
-        ),
-        "write_expire" => ("ms", "deadline added to a write's insertion time"),
-        "writes_starved" => (
-            "batches",
-            "read batches that may be chosen in a row while writes wait",
-        ),
-        "front_merges" => (
-            "bool",
-            "look up front merges in the sort tree (0 = only hint/back merges)",
-        ),
-        "fifo_batch" => (
-            "requests",
-            "requests per sector-ordered batch; 1 = FCFS by deadline",
-        ),
-        "async_depth" => (
-            "requests",
-            "scheduler tags usable by anything but reads (shallow depth)",
-        ),
-        "prio_aging_expire" => (
-            "ms",
-            "BE/IDLE requests older than this are served despite higher-priority backlog",
-        ),
-        _ => ("", ""),
-    }
-}
+/// deadline_attrs order: read_expire, write_expire, writes_starved,
+/// front_merges, fifo_batch (deadline-iosched.c, 4.x). The 4.x store path
+/// parses with simple_strtol.
+const DEADLINE_ATTRS: &[Attr<Deadline>] = &[
+    read_expire_attr(
+        AttrParse::SimpleStrtolInt,
+        |s| s.fifo_expire[READ] as i128,
+        |s, v| {
+            s.fifo_expire[READ] = v as i32;
+            Ok(())
+        },
+    ),
+    write_expire_attr(
+        AttrParse::SimpleStrtolInt,
+        |s| s.fifo_expire[WRITE] as i128,
+        |s, v| {
+            s.fifo_expire[WRITE] = v as i32;
+            Ok(())
+        },
+    ),
+    writes_starved_attr(
+        AttrParse::SimpleStrtolInt,
+        |s| s.writes_starved as i128,
+        |s, v| {
+            s.writes_starved = v as i32;
+            Ok(())
+        },
+    ),
+    front_merges_attr(
+        AttrParse::SimpleStrtolInt,
+        |s| s.front_merges as i128,
+        |s, v| {
+            s.front_merges = v as i32;
+            Ok(())
+        },
+    ),
+    fifo_batch_attr(
+        AttrParse::SimpleStrtolInt,
+        |s| s.fifo_batch as i128,
+        |s, v| {
+            s.fifo_batch = v as i32;
+            Ok(())
+        },
+    ),
+];
 
 impl Elevator for Deadline {
     fn name(&self) -> &'static str {
         "deadline"
     }
 
-    fn legacy(&self) -> bool {
-        true
-    }
-
-    fn has_completed_request(&self) -> bool {
-        // The legacy deadline has no elevator_completed_req_fn.
-        false
-    }
-
     fn tunables(&self) -> Vec<Tunable> {
-        let defaults = [
-            DEFAULT_READ_EXPIRE_MS,
-            DEFAULT_WRITE_EXPIRE_MS,
-            DEFAULT_WRITES_STARVED,
-            1,
-            DEFAULT_FIFO_BATCH,
-        ];
-        // deadline_attrs order: read_expire, write_expire, writes_starved,
-        // front_merges, fifo_batch (deadline-iosched.c).
-        self.tunable_values()
-            .iter()
-            .zip(defaults)
-            .map(|(&(name, v), d)| {
-                let (unit, help) = deadline_tunable_meta(name);
-                Tunable {
-                    name,
-                    value: v.to_string(),
-                    default: d.to_string(),
-                    unit,
-                    help,
-                }
-            })
-            .collect()
+        show_attrs(self, DEADLINE_ATTRS)
     }
 
     fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), String> {
-        let parse = || legacy_strtoint(value);
-        // Ranges from the STORE_FUNCTION lines: expires [0, INT_MAX] (then
-        // msecs_to_jiffies), writes_starved [INT_MIN, INT_MAX], front_merges
-        // [0, 1], fifo_batch [0, INT_MAX].
-        match name {
-            "read_expire" => {
-                self.fifo_expire[READ] = msecs_to_jiffies(clamp(parse()?, 0, i32::MAX)) as i32
-            }
-            "write_expire" => {
-                self.fifo_expire[WRITE] = msecs_to_jiffies(clamp(parse()?, 0, i32::MAX)) as i32
-            }
-            "writes_starved" => self.writes_starved = parse()?,
-            "front_merges" => self.front_merges = clamp(parse()?, 0, 1),
-            "fifo_batch" => self.fifo_batch = clamp(parse()?, 0, i32::MAX),
-            _ => {
-                return Err(format!(
-                    "deadline has no tunable '{name}' (valid: read_expire, write_expire, writes_starved, front_merges, fifo_batch)"
-                ))
-            }
-        }
-        Ok(())
+        store_attr(self, "deadline", DEADLINE_ATTRS, name, value)
     }
 
     fn prepare_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
@@ -556,37 +471,8 @@ mod tests {
     }
 
     #[test]
-    fn parsing_helpers() {
-        assert_eq!(kstrtoint("42"), Ok(42));
-        assert_eq!(kstrtoint("42\n"), Ok(42));
-        assert_eq!(kstrtoint("+7"), Ok(7));
-        assert_eq!(kstrtoint("-0x10"), Ok(-16));
-        assert_eq!(kstrtoint("010"), Ok(8));
-        assert_eq!(kstrtoint("0"), Ok(0));
-        assert!(kstrtoint("08").is_err());
-        assert!(kstrtoint("0x").is_err());
-        assert!(kstrtoint("12abc").is_err());
-        assert!(kstrtoint(" 1").is_err());
-        assert!(kstrtoint("").is_err());
-        assert!(kstrtoint("-+1").is_err());
-        assert!(kstrtoint("abc").unwrap_err().contains("invalid value"));
-        assert!(kstrtoint("2147483648")
-            .unwrap_err()
-            .contains("out of range"));
-        assert_eq!(kstrtoint("-2147483648"), Ok(i32::MIN));
-        assert!(kstrtoint("99999999999999999999999").is_err());
-        assert_eq!(legacy_strtoint("12abc"), Ok(12));
-        assert_eq!(legacy_strtoint("-5\n"), Ok(-5));
-        assert_eq!(legacy_strtoint("4294967297"), Ok(1)); // long truncated to int
-        assert!(legacy_strtoint("+5").is_err());
-        assert!(legacy_strtoint("abc")
-            .unwrap_err()
-            .contains("invalid value"));
-        assert_eq!(msecs_to_jiffies(10), 3);
-        assert_eq!(msecs_to_jiffies(500), 125);
-        assert_eq!(msecs_to_jiffies(i32::MAX), 536_870_912);
-        assert_eq!(jiffies_to_msecs_shown(3), 12);
-        assert_eq!(jiffies_to_msecs_shown(536_870_912), i32::MIN);
+    fn attribute_table_is_consistent() {
+        crate::block::elevator::check_attr_table(&mut Deadline::new(), DEADLINE_ATTRS);
     }
 
     #[test]

@@ -9,13 +9,17 @@
 //! (`queued = inserted - completed`). One instance serves every hardware queue.
 
 use super::deadline::{
-    bio_merge_ok, clamp, deadline_tunable_meta, jiffies_to_msecs_shown, jiffy_to_ns, kstrtoint,
-    msecs_to_jiffies, ns_to_jiffy, DEFAULT_FIFO_BATCH, DEFAULT_READ_EXPIRE_MS,
+    bio_merge_ok, fifo_batch_attr, front_merges_attr, jiffy_to_ns, ns_to_jiffy, read_expire_attr,
+    write_expire_attr, writes_starved_attr, DEFAULT_FIFO_BATCH, DEFAULT_READ_EXPIRE_MS,
     DEFAULT_WRITES_STARVED, DEFAULT_WRITE_EXPIRE_MS, READ, WRITE,
 };
 use super::sort_tree::{SortForest, SortTree};
-use super::{BioInfo, Elevator, MergeKind, QueueInfo, SchedCtx, Tunable};
+use crate::block::elevator::{
+    show_attrs, store_attr, Attr, AttrConv, AttrDefault, AttrParse, AttrRange, BioInfo, Elevator,
+    MergeKind, QueueInfo, SchedCtx, Tunable,
+};
 use crate::block::request::{Op, RequestArena, RqId, RqList};
+use crate::block::sysfs::msecs_to_jiffies;
 use crate::cgroup::IoPrioClass;
 
 /// prio_aging_expire default 10 * HZ = 10 s (mq-deadline.c).
@@ -122,14 +126,14 @@ impl MqDeadline {
             batching: 0,
             starved: 0,
             fifo_expire: [
-                msecs_to_jiffies(DEFAULT_READ_EXPIRE_MS) as i32,
-                msecs_to_jiffies(DEFAULT_WRITE_EXPIRE_MS) as i32,
+                msecs_to_jiffies(DEFAULT_READ_EXPIRE_MS as i64) as i32,
+                msecs_to_jiffies(DEFAULT_WRITE_EXPIRE_MS as i64) as i32,
             ],
             fifo_batch: DEFAULT_FIFO_BATCH,
             writes_starved: DEFAULT_WRITES_STARVED,
             front_merges: 1,
             async_depth: 0,
-            prio_aging_expire: msecs_to_jiffies(DEFAULT_PRIO_AGING_EXPIRE_MS) as i32,
+            prio_aging_expire: msecs_to_jiffies(DEFAULT_PRIO_AGING_EXPIRE_MS as i64) as i32,
             nr_requests: 0,
             nr_held: 0,
         }
@@ -291,30 +295,83 @@ impl MqDeadline {
         self.start_request(rqs, rq, level, dir);
         Some(rq)
     }
-
-    fn tunable_values(&self) -> [(&'static str, i64); 7] {
-        // deadline_attrs order in mq-deadline.c.
-        [
-            (
-                "read_expire",
-                jiffies_to_msecs_shown(self.fifo_expire[READ] as i64) as i64,
-            ),
-            (
-                "write_expire",
-                jiffies_to_msecs_shown(self.fifo_expire[WRITE] as i64) as i64,
-            ),
-            ("writes_starved", self.writes_starved as i64),
-            ("front_merges", self.front_merges as i64),
-            // async_depth is a u32 printed with "%d".
-            ("async_depth", self.async_depth as i32 as i64),
-            ("fifo_batch", self.fifo_batch as i64),
-            (
-                "prio_aging_expire",
-                jiffies_to_msecs_shown(self.prio_aging_expire as i64) as i64,
-            ),
-        ]
-    }
 }
+
+/// deadline_attrs order in v6.17 mq-deadline.c. The store functions parse
+/// with kstrtoint(page, 0) and clamp (STORE_INT / STORE_JIFFIES).
+const MQ_DEADLINE_ATTRS: &[Attr<MqDeadline>] = &[
+    read_expire_attr(
+        AttrParse::Kstrtoint,
+        |s| s.fifo_expire[READ] as i128,
+        |s, v| {
+            s.fifo_expire[READ] = v as i32;
+            Ok(())
+        },
+    ),
+    write_expire_attr(
+        AttrParse::Kstrtoint,
+        |s| s.fifo_expire[WRITE] as i128,
+        |s, v| {
+            s.fifo_expire[WRITE] = v as i32;
+            Ok(())
+        },
+    ),
+    writes_starved_attr(
+        AttrParse::Kstrtoint,
+        |s| s.writes_starved as i128,
+        |s, v| {
+            s.writes_starved = v as i32;
+            Ok(())
+        },
+    ),
+    front_merges_attr(
+        AttrParse::Kstrtoint,
+        |s| s.front_merges as i128,
+        |s, v| {
+            s.front_merges = v as i32;
+            Ok(())
+        },
+    ),
+    Attr {
+        name: "async_depth",
+        unit: "requests",
+        help: "scheduler tags usable by anything but reads (shallow depth); reset to nr_requests when nr_requests changes",
+        // dd_depth_updated (v6.10+): async_depth = nr_requests.
+        default: AttrDefault::NrRequests,
+        parse: AttrParse::Kstrtoint,
+        // STORE_INT(deadline_async_depth_store, &dd->async_depth, 1, INT_MAX).
+        range: AttrRange::Clamp(1, i32::MAX as i128),
+        conv: AttrConv::Plain,
+        // A u32 printed with "%d".
+        get: |s| s.async_depth as i32 as i128,
+        set: |s, v| {
+            s.async_depth = v as u32;
+            Ok(())
+        },
+    },
+    fifo_batch_attr(
+        AttrParse::Kstrtoint,
+        |s| s.fifo_batch as i128,
+        |s, v| {
+            s.fifo_batch = v as i32;
+            Ok(())
+        },
+    ),
+    Attr {
+        name: "prio_aging_expire",
+        unit: "ms",
+        help: "BE/IDLE requests older than this are served despite higher-priority backlog",
+        default: AttrDefault::Value(DEFAULT_PRIO_AGING_EXPIRE_MS as i128),
+        parse: AttrParse::Kstrtoint,
+        range: AttrRange::Clamp(0, i32::MAX as i128),
+        conv: AttrConv::MsecsAsJiffies,
+        get: |s| s.prio_aging_expire as i128,
+        set: |s, v| {
+            s.prio_aging_expire = v as i32;
+            Ok(())
+        },
+    },
+];
 
 impl Elevator for MqDeadline {
     fn name(&self) -> &'static str {
@@ -326,67 +383,12 @@ impl Elevator for MqDeadline {
         self.depth_updated(q);
     }
 
-    fn has_completed_request(&self) -> bool {
-        // dd has no completed_request op.
-        false
-    }
-    fn insert_merging(&self) -> bool {
-        true
-    }
-
     fn tunables(&self) -> Vec<Tunable> {
-        let defaults: [i64; 7] = [
-            DEFAULT_READ_EXPIRE_MS as i64,
-            DEFAULT_WRITE_EXPIRE_MS as i64,
-            DEFAULT_WRITES_STARVED as i64,
-            1,
-            self.nr_requests.max(1) as i64,
-            DEFAULT_FIFO_BATCH as i64,
-            DEFAULT_PRIO_AGING_EXPIRE_MS as i64,
-        ];
-        self.tunable_values()
-            .iter()
-            .zip(defaults)
-            .map(|(&(name, v), d)| {
-                let (unit, help) = deadline_tunable_meta(name);
-                Tunable {
-                    name,
-                    value: v.to_string(),
-                    default: d.to_string(),
-                    unit,
-                    help,
-                }
-            })
-            .collect()
+        show_attrs(self, MQ_DEADLINE_ATTRS)
     }
 
     fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), String> {
-        // STORE_JIFFIES/STORE_INT: kstrtoint(page, 0) then clamp:
-        // expires [0, INT_MAX] → msecs_to_jiffies; writes_starved
-        // [INT_MIN, INT_MAX]; front_merges [0, 1]; async_depth [1, INT_MAX];
-        // fifo_batch [0, INT_MAX]; prio_aging_expire [0, INT_MAX].
-        const VALID: &str = "read_expire, write_expire, writes_starved, front_merges, async_depth, fifo_batch, prio_aging_expire";
-        let known = VALID.split(", ").any(|n| n == name);
-        if !known {
-            return Err(format!(
-                "mq-deadline has no tunable '{name}' (valid: {VALID})"
-            ));
-        }
-        let v = kstrtoint(value)?;
-        match name {
-            "read_expire" => {
-                self.fifo_expire[READ] = msecs_to_jiffies(clamp(v, 0, i32::MAX)) as i32
-            }
-            "write_expire" => {
-                self.fifo_expire[WRITE] = msecs_to_jiffies(clamp(v, 0, i32::MAX)) as i32
-            }
-            "writes_starved" => self.writes_starved = v,
-            "front_merges" => self.front_merges = clamp(v, 0, 1),
-            "async_depth" => self.async_depth = clamp(v, 1, i32::MAX) as u32,
-            "fifo_batch" => self.fifo_batch = clamp(v, 0, i32::MAX),
-            _ => self.prio_aging_expire = msecs_to_jiffies(clamp(v, 0, i32::MAX)) as i32,
-        }
-        Ok(())
+        store_attr(self, "mq-deadline", MQ_DEADLINE_ATTRS, name, value)
     }
 
     fn depth_updated(&mut self, q: &QueueInfo) {
@@ -396,12 +398,12 @@ impl Elevator for MqDeadline {
         self.async_depth = q.nr_requests.max(1);
     }
 
-    fn limit_depth(&self, op: Op, _sync: bool) -> Option<u32> {
+    fn limit_depth(&mut self, _ctx: &mut SchedCtx, bio: &BioInfo) -> Option<u32> {
         // dd_limit_depth: synchronous reads are never throttled; every other
         // scheduler request (including sync writes) gets async_depth. Reads
         // are always sync; flushes never reach the scheduler's allocation
         // hook, so every non-read op is limited here.
-        if op == Op::Read {
+        if bio.op == Op::Read {
             None
         } else {
             Some(self.async_depth)
@@ -703,39 +705,31 @@ mod tests {
     fn limit_depth_and_async_depth() {
         let mut h = h();
         assert_eq!(h.sched.async_depth(), 64);
-        assert_eq!(h.sched.limit_depth(Op::Read, true), None);
-        assert_eq!(h.sched.limit_depth(Op::Write, true), Some(64));
-        assert_eq!(h.sched.limit_depth(Op::Write, false), Some(64));
-        assert_eq!(h.sched.limit_depth(Op::Discard, false), Some(64));
+        assert_eq!(h.limit_depth(Op::Read, true), None);
+        assert_eq!(h.limit_depth(Op::Write, true), Some(64));
+        assert_eq!(h.limit_depth(Op::Write, false), Some(64));
+        assert_eq!(h.limit_depth(Op::Discard, false), Some(64));
         h.sched.set_tunable("async_depth", "0").unwrap();
-        assert_eq!(
-            h.sched.limit_depth(Op::Write, false),
-            Some(1),
-            "clamped to 1"
-        );
+        assert_eq!(h.limit_depth(Op::Write, false), Some(1), "clamped to 1");
         h.sched.set_tunable("async_depth", "12").unwrap();
-        assert_eq!(h.sched.limit_depth(Op::Write, true), Some(12));
+        assert_eq!(h.limit_depth(Op::Write, true), Some(12));
         // nr_requests change overwrites the user value.
         let mut q = h.q.clone();
         q.nr_requests = 256;
         h.sched.depth_updated(&q);
-        assert_eq!(h.sched.limit_depth(Op::Write, false), Some(256));
+        assert_eq!(h.limit_depth(Op::Write, false), Some(256));
         let t = h.sched.tunables();
         let ad = t.iter().find(|t| t.name == "async_depth").unwrap();
-        assert_eq!((ad.value.as_str(), ad.default.as_str()), ("256", "256"));
+        assert_eq!(
+            (ad.value.as_str(), ad.default.as_str()),
+            ("256", "nr_requests")
+        );
     }
 
     #[test]
     fn tunables_order_parsing_and_round_trip() {
         let mut s = MqDeadline::new();
-        s.init(&QueueInfo {
-            nr_hw_queues: 1,
-            queue_depth: 32,
-            nr_requests: 64,
-            rotational: false,
-            nomerges: 0,
-            max_sectors: 2560,
-        });
+        s.init(&QueueInfo::new(1, 1, 32, 64));
         let names: Vec<_> = s.tunables().iter().map(|t| t.name).collect();
         assert_eq!(
             names,

@@ -10,7 +10,9 @@
 //! dispatch list with `elv_dispatch_sort`, which could reorder requests
 //! already waiting there. That list belongs to the block layer.
 
-use super::{Elevator, SchedCtx, Tunable};
+use crate::block::elevator::{
+    show_attrs, store_attr, Attr, Elevator, MergeKind, SchedCtx, Tunable,
+};
 use crate::block::request::{RequestArena, RqId, RqList};
 
 /// Not inside the scheduler.
@@ -23,6 +25,9 @@ const LOC_QUEUED: u64 = 2;
 fn loc(rqs: &RequestArena, id: RqId) -> u64 {
     rqs[id].elv[1]
 }
+
+/// noop registers no elevator_attrs: iosched/ is empty.
+const NOOP_ATTRS: &[Attr<Noop>] = &[];
 
 /// Legacy noop.
 #[derive(Default)]
@@ -56,22 +61,12 @@ impl Elevator for Noop {
         "noop"
     }
 
-    fn legacy(&self) -> bool {
-        true
-    }
-
-    fn has_completed_request(&self) -> bool {
-        // The legacy noop has no elevator_completed_req_fn.
-        false
-    }
-
     fn tunables(&self) -> Vec<Tunable> {
-        // noop registers no elevator_attrs: iosched/ is empty.
-        Vec::new()
+        show_attrs(self, NOOP_ATTRS)
     }
 
-    fn set_tunable(&mut self, name: &str, _value: &str) -> Result<(), String> {
-        Err(format!("noop has no tunable '{name}' (it has none)"))
+    fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), String> {
+        store_attr(self, "noop", NOOP_ATTRS, name, value)
     }
 
     fn prepare_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
@@ -107,7 +102,7 @@ impl Elevator for Noop {
         self.unlink(ctx.rqs, rq);
     }
 
-    fn request_merged(&mut self, _ctx: &mut SchedCtx, _rq: RqId, _kind: super::MergeKind) {
+    fn request_merged(&mut self, _ctx: &mut SchedCtx, _rq: RqId, _kind: MergeKind) {
         // FIFO position does not depend on the sector.
     }
 

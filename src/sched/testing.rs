@@ -1,35 +1,64 @@
-//! Test harness for schedulers: a request arena, queue facts and a clock, and
-//! helpers that play the block layer's side of the contract (allocate →
-//! prepare → insert → dispatch → finish, request merges) at chosen times.
+//! Test harness for schedulers: a request arena, queue facts, cgroups and a
+//! clock, and helpers that play the block layer's side of the contract
+//! (limit_depth → allocate → prepare → insert → dispatch → complete →
+//! finish, request merges, timers, queue-run requests) at chosen times.
+//!
+//! Timers armed by the scheduler fire when the harness clock passes them (in
+//! time order, then arming order); a kick (`SchedCtx::kick`/`kick_hctx`)
+//! makes the harness run dispatch, as the block layer's queue run would.
 
-use super::{BioInfo, Elevator, QueueInfo, SchedCtx};
+use crate::block::elevator::{BioInfo, Elevator, MergeKind, QueueInfo, RunRequests, SchedCtx};
 use crate::block::request::{flags, IoPrio, Op, RequestArena, RqId};
 use crate::cgroup::{CgroupTable, IoPrioClass};
 use crate::sim::time::{Ns, NS_PER_MS};
+
+/// Who submits a request: task, cgroup, priority (the bio's identity).
+#[derive(Clone, Copy, Debug)]
+pub struct Submitter {
+    pub pid: u32,
+    pub cgroup: u16,
+    pub ioprio: IoPrio,
+}
+
+impl Default for Submitter {
+    fn default() -> Self {
+        Submitter {
+            pid: 0,
+            cgroup: 0,
+            ioprio: IoPrio {
+                class: IoPrioClass::None,
+                level: 4,
+            },
+        }
+    }
+}
 
 pub struct Harness<E: Elevator> {
     pub sched: E,
     pub rqs: RequestArena,
     pub q: QueueInfo,
     pub cgroups: CgroupTable,
-    pub timers: Vec<(Ns, u64)>,
+    /// Armed, not yet fired: (time, arming sequence, token).
+    timers: Vec<(Ns, u64, u64)>,
+    timer_seq: u64,
+    runs: RunRequests,
+    /// Queue runs the scheduler asked for so far (all or per hctx).
+    pub kicks: u64,
+    /// Timers that fired so far.
+    pub fired: u64,
     pub now: Ns,
     /// Dispatched, not yet finished.
     pub inflight: Vec<RqId>,
     /// Inserted and neither dispatched nor merged away (harness view).
     pub inside: Vec<RqId>,
+    /// Scheduler tags in use (allocated, not freed), as limit_depth sees them.
+    pub tags_used: u32,
 }
 
 impl<E: Elevator> Harness<E> {
     pub fn new(sched: E) -> Harness<E> {
-        let q = QueueInfo {
-            nr_hw_queues: 1,
-            queue_depth: 32,
-            nr_requests: 64,
-            rotational: true,
-            nomerges: 0,
-            max_sectors: 2560,
-        };
+        let mut q = QueueInfo::new(1, 1, 32, 64);
+        q.rotational = true;
         Harness::with_queue(sched, q)
     }
 
@@ -41,31 +70,135 @@ impl<E: Elevator> Harness<E> {
             q,
             cgroups: CgroupTable::default(),
             timers: Vec::new(),
+            timer_seq: 0,
+            runs: RunRequests::default(),
+            kicks: 0,
+            fired: 0,
             now: 0,
             inflight: Vec::new(),
             inside: Vec::new(),
+            tags_used: 0,
         }
     }
 
-    /// Run `f` with the scheduler and a context at the current time.
+    /// Run `f` with the scheduler and a context at the current time; timers
+    /// it arms are kept, queue-run requests counted.
     pub fn with_ctx<R>(&mut self, f: impl FnOnce(&mut E, &mut SchedCtx) -> R) -> R {
-        let mut ctx = SchedCtx {
-            now: self.now,
-            rqs: &mut self.rqs,
-            q: &self.q,
-            cgroups: &self.cgroups,
-            timers: &mut self.timers,
-            run_queue: false,
+        let mut armed = Vec::new();
+        let r = {
+            let mut ctx = SchedCtx::new(
+                self.now,
+                &mut self.rqs,
+                &self.q,
+                &self.cgroups,
+                &mut armed,
+                &mut self.runs,
+            );
+            f(&mut self.sched, &mut ctx)
         };
-        f(&mut self.sched, &mut ctx)
+        for (at, token) in armed {
+            self.timer_seq += 1;
+            self.timers.push((at, self.timer_seq, token));
+        }
+        if !self.runs.is_empty() {
+            self.kicks += 1;
+            self.runs.clear();
+        }
+        r
+    }
+
+    /// Timers armed and not yet fired.
+    pub fn pending_timers(&self) -> usize {
+        self.timers.len()
+    }
+
+    /// Move the clock to `to`, firing every timer due on the way (in time
+    /// order, then arming order), each at its own time.
+    pub fn advance_to(&mut self, to: Ns) {
+        loop {
+            let next = self
+                .timers
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.0 <= to)
+                .min_by_key(|(_, t)| (t.0, t.1))
+                .map(|(i, _)| i);
+            let Some(i) = next else { break };
+            let (at, _, token) = self.timers.swap_remove(i);
+            self.now = self.now.max(at);
+            self.fired += 1;
+            self.with_ctx(|s, c| s.timer(c, token));
+        }
+        self.now = self.now.max(to);
     }
 
     pub fn advance_ms(&mut self, ms: u64) {
-        self.now += ms * NS_PER_MS;
+        self.advance_to(self.now + ms * NS_PER_MS);
     }
 
-    /// Allocate and prepare a request (not inserted).
+    /// The bio a submission of `op` at `sector` by `who` would carry.
+    pub fn bio_from(&self, who: Submitter, op: Op, sector: u64, nr: u32) -> BioInfo {
+        BioInfo {
+            op,
+            sector,
+            nr_sectors: nr,
+            flags: if op == Op::Read { flags::SYNC } else { 0 },
+            ioprio: who.ioprio,
+            cgroup: who.cgroup,
+            pid: who.pid,
+            cpu: 0,
+            hctx: 0,
+        }
+    }
+
+    pub fn bio(&self, op: Op, sector: u64, nr: u32) -> BioInfo {
+        self.bio_from(Submitter::default(), op, sector, nr)
+    }
+
+    /// The scheduler's shallow depth for such an allocation.
+    pub fn limit_depth(&mut self, op: Op, sync: bool) -> Option<u32> {
+        let mut bio = self.bio(op, 0, 8);
+        if sync {
+            bio.flags |= flags::SYNC;
+        } else {
+            bio.flags &= !flags::SYNC;
+        }
+        self.with_ctx(|s, c| s.limit_depth(c, &bio))
+    }
+
+    /// Allocate and prepare a request for `who` (not inserted), or None when
+    /// the scheduler's depth limit (or `nr_requests`) leaves no tag.
+    pub fn try_alloc_from(&mut self, who: Submitter, op: Op, sector: u64, nr: u32) -> Option<RqId> {
+        let bio = self.bio_from(who, op, sector, nr);
+        let limit = self.with_ctx(|s, c| s.limit_depth(c, &bio));
+        let depth = limit.map_or(self.q.nr_requests, |l| l.clamp(1, self.q.nr_requests));
+        if self.tags_used >= depth {
+            return None;
+        }
+        self.tags_used += 1;
+        let id = self.rqs.alloc();
+        {
+            let r = &mut self.rqs[id];
+            r.op = op;
+            r.sector = sector;
+            r.nr_sectors = nr;
+            r.flags = flags::USE_SCHED | bio.flags;
+            r.ioprio = who.ioprio;
+            r.cgroup = who.cgroup;
+            r.pid = who.pid;
+            r.start_ns = self.now;
+        }
+        self.with_ctx(|s, c| s.prepare_request(c, id));
+        Some(id)
+    }
+
+    /// Allocate and prepare a request (not inserted), ignoring depth limits.
     pub fn alloc_prio(&mut self, op: Op, sector: u64, nr: u32, class: IoPrioClass) -> RqId {
+        let who = Submitter {
+            ioprio: IoPrio { class, level: 4 },
+            ..Submitter::default()
+        };
+        self.tags_used += 1;
         let id = self.rqs.alloc();
         {
             let r = &mut self.rqs[id];
@@ -73,7 +206,7 @@ impl<E: Elevator> Harness<E> {
             r.sector = sector;
             r.nr_sectors = nr;
             r.flags = flags::USE_SCHED | if op == Op::Read { flags::SYNC } else { 0 };
-            r.ioprio = IoPrio { class, level: 4 };
+            r.ioprio = who.ioprio;
             r.start_ns = self.now;
         }
         self.with_ctx(|s, c| s.prepare_request(c, id));
@@ -136,6 +269,11 @@ impl<E: Elevator> Harness<E> {
         std::iter::from_fn(|| self.dispatch()).collect()
     }
 
+    fn free(&mut self, id: RqId) {
+        self.rqs.free(id);
+        self.tags_used -= 1;
+    }
+
     /// Complete and free a dispatched request.
     pub fn finish(&mut self, id: RqId) {
         if let Some(p) = self.inflight.iter().position(|&x| x == id) {
@@ -145,7 +283,7 @@ impl<E: Elevator> Harness<E> {
             s.completed_request(c, id);
             s.finish_request(c, id);
         });
-        self.rqs.free(id);
+        self.free(id);
     }
 
     pub fn finish_all(&mut self) {
@@ -162,29 +300,15 @@ impl<E: Elevator> Harness<E> {
         }
         self.rqs[next].flags &= !flags::IN_ELV;
         self.with_ctx(|s, c| s.finish_request(c, next));
-        self.rqs.free(next);
+        self.free(next);
     }
 
-    pub fn bio(&self, op: Op, sector: u64, nr: u32) -> BioInfo {
-        BioInfo {
-            op,
-            sector,
-            nr_sectors: nr,
-            flags: 0,
-            ioprio: IoPrio {
-                class: IoPrioClass::None,
-                level: 4,
-            },
-            cgroup: 0,
-            pid: 0,
-            cpu: 0,
-            hctx: 0,
-        }
-    }
-
-    /// Random call sequences within the contract; checks that every request
-    /// handed back was inside, that neighbour/merge look-ups only name
-    /// requests inside, and that draining returns everything.
+    /// Random call sequences within the contract, from several tasks in
+    /// several cgroups with every priority class, with timers and time
+    /// passing, and writes of random values to every tunable the scheduler
+    /// lists. Checks that every request handed back was inside, that
+    /// neighbour/merge look-ups only name requests inside, that `has_work`
+    /// tells the truth, and that draining returns everything.
     pub fn random_workout(&mut self, seed: u64, steps: usize) {
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         let mut rnd = move |n: u64| {
@@ -199,6 +323,11 @@ impl<E: Elevator> Harness<E> {
             IoPrioClass::Be,
             IoPrioClass::Idle,
         ];
+        let groups: Vec<u16> = ["a", "b", "a/c"]
+            .iter()
+            .map(|g| self.cgroups.get_or_create(g, None))
+            .collect();
+        let tunables: Vec<&'static str> = self.sched.tunables().iter().map(|t| t.name).collect();
         for _ in 0..steps {
             match rnd(100) {
                 0..=39 => {
@@ -207,9 +336,21 @@ impl<E: Elevator> Harness<E> {
                         5..=8 => Op::Write,
                         _ => Op::Discard,
                     };
-                    let class = classes[rnd(4) as usize];
-                    let id = self.alloc_prio(op, rnd(256) * 8, 8, class);
-                    self.insert(id, rnd(10) == 0);
+                    let who = Submitter {
+                        pid: rnd(6) as u32,
+                        cgroup: if rnd(3) == 0 {
+                            0
+                        } else {
+                            groups[rnd(groups.len() as u64) as usize]
+                        },
+                        ioprio: IoPrio {
+                            class: classes[rnd(4) as usize],
+                            level: rnd(8) as u8,
+                        },
+                    };
+                    if let Some(id) = self.try_alloc_from(who, op, rnd(256) * 8, 8) {
+                        self.insert(id, rnd(10) == 0);
+                    }
                 }
                 40..=64 => {
                     self.dispatch();
@@ -220,54 +361,48 @@ impl<E: Elevator> Harness<E> {
                         self.finish(id);
                     }
                 }
-                80..=84 => {
-                    if self.inside.len() >= 2 {
-                        let a = self.inside[rnd(self.inside.len() as u64) as usize];
-                        let b = self.inside[rnd(self.inside.len() as u64) as usize];
-                        let (ra, rb) = (&self.rqs[a], &self.rqs[b]);
-                        if a != b && ra.op == rb.op && ra.ioprio == rb.ioprio {
-                            self.merge_requests(a, b);
-                        }
-                    } else if let Some(&a) = self.inside.first() {
-                        // Insert merge: a new request absorbed before insertion.
-                        let (op, s) = (self.rqs[a].op, self.rqs[a].end_sector());
-                        let class = self.rqs[a].ioprio.class;
-                        let loose = self.alloc_prio(op, s, 8, class);
-                        self.merge_requests(a, loose);
-                    }
-                }
+                80..=84 => self.random_request_merge(&mut rnd),
                 85..=89 => {
                     if !self.inside.is_empty() {
                         let a = self.inside[rnd(self.inside.len() as u64) as usize];
                         let kind = if self.rqs[a].sector >= 8 && rnd(2) == 0 {
                             self.rqs[a].sector -= 8;
-                            super::MergeKind::Front
+                            MergeKind::Front
                         } else {
-                            super::MergeKind::Back
+                            MergeKind::Back
                         };
                         self.rqs[a].nr_sectors += 8;
                         self.with_ctx(|s, c| s.request_merged(c, a, kind));
                     }
                 }
-                90..=94 => {
-                    if !self.inside.is_empty() {
-                        let a = self.inside[rnd(self.inside.len() as u64) as usize];
-                        let n = self.with_ctx(|s, c| s.next_request(c, a));
-                        let p = self.with_ctx(|s, c| s.former_request(c, a));
-                        for r in [n, p].into_iter().flatten() {
-                            assert!(self.inside.contains(&r), "neighbour {r} not inside");
-                        }
-                        let bio = self.bio(self.rqs[a].op, self.rqs[a].sector.saturating_sub(8), 8);
-                        if let Some((r, _)) = self.with_ctx(|s, c| s.request_merge(c, &bio)) {
-                            assert!(self.inside.contains(&r), "merge candidate {r} not inside");
-                        }
+                90..=94 => self.check_lookups(),
+                95..=97 => {
+                    let kicks = self.kicks;
+                    self.advance_ms(rnd(400));
+                    if self.kicks > kicks {
+                        // A timer asked for a queue run: run it.
+                        self.dispatch();
                     }
                 }
-                95..=97 => self.advance_ms(rnd(400)),
                 _ => {
-                    let name = ["fifo_batch", "writes_starved", "front_merges"][rnd(3) as usize];
-                    let v = rnd(6) as i64 - 1;
-                    let _ = self.sched.set_tunable(name, &v.to_string());
+                    if !tunables.is_empty() {
+                        let name = tunables[rnd(tunables.len() as u64) as usize];
+                        let values = [
+                            "0",
+                            "1",
+                            "2",
+                            "-1",
+                            "7",
+                            "100",
+                            "0x10",
+                            "junk",
+                            "99999999999",
+                            "",
+                        ];
+                        let v = values[rnd(values.len() as u64) as usize];
+                        // Refusals are fine; a panic or a broken scheduler is not.
+                        let _ = self.sched.set_tunable(name, v);
+                    }
                 }
             }
             // has_work must say exactly whether anything is inside.
@@ -277,8 +412,46 @@ impl<E: Elevator> Harness<E> {
                 "has_work disagrees"
             );
         }
-        // Drain: whatever the scheduler holds must come out once in-flight
-        // requests finish and time passes (aging, expiry).
+        self.drain();
+    }
+
+    fn random_request_merge(&mut self, rnd: &mut impl FnMut(u64) -> u64) {
+        if self.inside.len() >= 2 {
+            let a = self.inside[rnd(self.inside.len() as u64) as usize];
+            let b = self.inside[rnd(self.inside.len() as u64) as usize];
+            let (ra, rb) = (&self.rqs[a], &self.rqs[b]);
+            if a != b && ra.op == rb.op && ra.ioprio == rb.ioprio && ra.cgroup == rb.cgroup {
+                self.merge_requests(a, b);
+            }
+        } else if let Some(&a) = self.inside.first() {
+            // Insert merge: a new request absorbed before insertion.
+            let (op, s) = (self.rqs[a].op, self.rqs[a].end_sector());
+            let class = self.rqs[a].ioprio.class;
+            let loose = self.alloc_prio(op, s, 8, class);
+            self.rqs[loose].cgroup = self.rqs[a].cgroup;
+            self.merge_requests(a, loose);
+        }
+    }
+
+    fn check_lookups(&mut self) {
+        if self.inside.is_empty() {
+            return;
+        }
+        let a = self.inside[(self.now as usize) % self.inside.len()];
+        let n = self.with_ctx(|s, c| s.next_request(c, a));
+        let p = self.with_ctx(|s, c| s.former_request(c, a));
+        for r in [n, p].into_iter().flatten() {
+            assert!(self.inside.contains(&r), "neighbour {r} not inside");
+        }
+        let bio = self.bio(self.rqs[a].op, self.rqs[a].sector.saturating_sub(8), 8);
+        if let Some((r, _)) = self.with_ctx(|s, c| s.request_merge(c, &bio)) {
+            assert!(self.inside.contains(&r), "merge candidate {r} not inside");
+        }
+    }
+
+    /// Whatever the scheduler holds must come out once in-flight requests
+    /// finish and time passes (aging, expiry, idle timers).
+    pub fn drain(&mut self) {
         let mut idle_rounds = 0;
         while !self.inside.is_empty() && idle_rounds < 1000 {
             if self.dispatch().is_some() {
@@ -293,5 +466,6 @@ impl<E: Elevator> Harness<E> {
         assert!(!self.sched.has_work(0));
         self.finish_all();
         assert_eq!(self.rqs.live(), 0);
+        assert_eq!(self.tags_used, 0);
     }
 }

@@ -1,6 +1,10 @@
 //! The event queue: events ordered by (time, insertion sequence), so events
 //! at the same nanosecond run in the order they were scheduled.
 //!
+//! Every timer is one event kind, [`Event::Timer`], routed by its owner: a
+//! task (its wake-up), the attached elevator (with the attach generation, so
+//! a switched-away scheduler's timers are dropped), or the device model.
+//!
 //! Speed matters here: every request costs two or three events. Keys are
 //! bare 16-byte integers (time in the high 64 bits, then a 40-bit sequence
 //! number and the event in 24 bits, or a slot of a payload table for the rare
@@ -13,21 +17,36 @@ use super::time::Ns;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+/// Who a timer belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TimerOwner {
+    /// A task (fio job or kernel thread), by task id: it may act.
+    Task(u32),
+    /// The elevator attached at `generation` (the block layer counts
+    /// attaches; a timer of an earlier generation is dropped).
+    Elevator { generation: u32 },
+    /// The device model (an internal wake-up).
+    Device,
+}
+
 /// Something that happens at a point in simulated time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Event {
-    /// A job may act (start, end of think/rate delay, end of a submit call, woken from a tag wait).
-    JobWake(u32),
+    /// A timer fired; its owner interprets the token.
+    Timer(TimerOwner, u64),
     /// The device completes a request.
     DeviceComplete(u32),
-    /// An internal device wake-up with the device's token.
-    DeviceWake(u64),
     /// Delayed run of a hardware queue (`blk_mq_delay_run_hw_queue`).
     QueueRun(u16),
-    /// An elevator timer with the elevator's token.
-    ElvTimer(u64),
     /// A scheduler switch requested with `--switch` (index into the switch list).
     Switch(u32),
+}
+
+impl Event {
+    /// The plain wake-up of task `task` (the most frequent timer).
+    pub const fn wake(task: u32) -> Event {
+        Event::Timer(TimerOwner::Task(task), 0)
+    }
 }
 
 /// Low bits of a key: the event itself when it is small (a 3-bit kind and a
@@ -36,7 +55,7 @@ const CODE_BITS: u32 = 24;
 const CODE_MASK: u128 = (1 << CODE_BITS) - 1;
 const ARG_BITS: u32 = CODE_BITS - 3;
 const ARG_LIMIT: u64 = 1 << ARG_BITS;
-const KIND_JOB_WAKE: u32 = 0;
+const KIND_TASK_WAKE: u32 = 0;
 const KIND_DEVICE_COMPLETE: u32 = 1;
 const KIND_QUEUE_RUN: u32 = 2;
 const KIND_SWITCH: u32 = 3;
@@ -79,11 +98,11 @@ impl EventQueue {
         let small =
             |kind: u32, arg: u64| (arg < ARG_LIMIT).then_some(kind << ARG_BITS | arg as u32);
         let code = match ev {
-            Event::JobWake(j) => small(KIND_JOB_WAKE, j as u64),
+            Event::Timer(TimerOwner::Task(j), 0) => small(KIND_TASK_WAKE, j as u64),
             Event::DeviceComplete(rq) => small(KIND_DEVICE_COMPLETE, rq as u64),
             Event::QueueRun(h) => small(KIND_QUEUE_RUN, h as u64),
             Event::Switch(i) => small(KIND_SWITCH, i as u64),
-            Event::DeviceWake(_) | Event::ElvTimer(_) => None,
+            Event::Timer(..) => None,
         };
         code.unwrap_or_else(|| self.store_in_slab(ev))
     }
@@ -92,7 +111,7 @@ impl EventQueue {
     fn decode(&mut self, code: u32) -> Event {
         let arg = code & (ARG_LIMIT as u32 - 1);
         match code >> ARG_BITS {
-            KIND_JOB_WAKE => Event::JobWake(arg),
+            KIND_TASK_WAKE => Event::wake(arg),
             KIND_DEVICE_COMPLETE => Event::DeviceComplete(arg),
             KIND_QUEUE_RUN => Event::QueueRun(arg as u16),
             KIND_SWITCH => Event::Switch(arg),
@@ -113,7 +132,7 @@ impl EventQueue {
                 let s = self.payload.len() as u32;
                 assert!(
                     (s as u64) < ARG_LIMIT,
-                    "more than 2M device or elevator timers pending"
+                    "more than 2M timers with tokens pending"
                 );
                 self.payload.push(ev);
                 s
@@ -123,7 +142,7 @@ impl EventQueue {
     }
 
     pub fn push(&mut self, at: Ns, ev: Event) {
-        let wake = matches!(ev, Event::JobWake(_));
+        let wake = matches!(ev, Event::Timer(TimerOwner::Task(_), _));
         let code = self.encode(ev);
         if self.seq + 1 >= SEQ_LIMIT {
             self.renumber();
@@ -199,12 +218,12 @@ mod tests {
     #[test]
     fn same_time_events_keep_insertion_order() {
         let mut q = EventQueue::new();
-        q.push(5, Event::JobWake(2));
-        q.push(5, Event::JobWake(1));
+        q.push(5, Event::wake(2));
+        q.push(5, Event::wake(1));
         q.push(3, Event::QueueRun(0));
         assert_eq!(q.pop(), Some((3, Event::QueueRun(0))));
-        assert_eq!(q.pop(), Some((5, Event::JobWake(2))));
-        assert_eq!(q.pop(), Some((5, Event::JobWake(1))));
+        assert_eq!(q.pop(), Some((5, Event::wake(2))));
+        assert_eq!(q.pop(), Some((5, Event::wake(1))));
         assert!(q.is_empty());
         assert_eq!(q.pop(), None);
     }
@@ -227,7 +246,7 @@ mod tests {
                 let at = now + (r % 7) * (r % 50);
                 seq += 1;
                 let ev = if r.is_multiple_of(2) {
-                    Event::JobWake(step)
+                    Event::wake(step)
                 } else {
                     Event::DeviceComplete(step)
                 };
@@ -239,7 +258,9 @@ mod tests {
                 assert_eq!(q.peek_time(), Some(at));
                 let (t, ev) = q.pop().unwrap();
                 assert_eq!(t, at);
-                assert!(matches!(ev, Event::JobWake(x) | Event::DeviceComplete(x) if x == id));
+                assert!(
+                    matches!(ev, Event::Timer(TimerOwner::Task(x), 0) | Event::DeviceComplete(x) if x == id)
+                );
                 now = at;
             }
             assert_eq!(q.len(), reference.len());
@@ -250,14 +271,15 @@ mod tests {
     fn every_kind_round_trips() {
         let mut q = EventQueue::new();
         let evs = [
-            Event::JobWake(7),
-            Event::JobWake(u32::MAX),
+            Event::wake(7),
+            Event::wake(u32::MAX),
             Event::DeviceComplete(3),
             Event::DeviceComplete(1 << 22),
             Event::QueueRun(65535),
             Event::Switch(2),
-            Event::DeviceWake(u64::MAX),
-            Event::ElvTimer(42),
+            Event::Timer(TimerOwner::Device, u64::MAX),
+            Event::Timer(TimerOwner::Elevator { generation: 3 }, 42),
+            Event::Timer(TimerOwner::Task(9), 5),
         ];
         for (i, e) in evs.iter().enumerate() {
             q.push(100 - i as Ns, *e);
@@ -266,21 +288,21 @@ mod tests {
         out.reverse();
         assert_eq!(out, evs.to_vec());
         // Slab slots are reused.
-        q.push(1, Event::DeviceWake(5));
-        assert_eq!(q.pop(), Some((1, Event::DeviceWake(5))));
-        assert_eq!(q.payload.len(), 4, "four events did not fit in a key");
+        q.push(1, Event::Timer(TimerOwner::Device, 5));
+        assert_eq!(q.pop(), Some((1, Event::Timer(TimerOwner::Device, 5))));
+        assert_eq!(q.payload.len(), 5, "five events did not fit in a key");
     }
 
     #[test]
     fn renumbering_keeps_the_order() {
         let mut q = EventQueue::new();
-        q.push(10, Event::JobWake(1));
+        q.push(10, Event::wake(1));
         q.push(10, Event::DeviceComplete(2));
-        q.push(4, Event::JobWake(3));
-        q.push(10, Event::JobWake(4));
+        q.push(4, Event::wake(3));
+        q.push(10, Event::wake(4));
         q.seq = SEQ_LIMIT - 2;
-        q.push(10, Event::JobWake(5));
-        q.push(10, Event::JobWake(6));
+        q.push(10, Event::wake(5));
+        q.push(10, Event::wake(6));
         assert!(q.seq < 10, "renumbered");
         let order: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(
@@ -289,7 +311,7 @@ mod tests {
                 .map(|i| if i == 2 {
                     Event::DeviceComplete(2)
                 } else {
-                    Event::JobWake(i)
+                    Event::wake(i)
                 })
                 .to_vec(),
             "same-time events keep their order across a renumbering"

@@ -1,6 +1,8 @@
-pub mod costs;
-pub mod engine;
-pub mod event;
-pub mod time;
+//! The discrete-event core every stage builds on: the clock (integer
+//! nanoseconds, jiffies), the event queue, and seeded random streams. It
+//! knows nothing of jobs, requests or devices; the event loop that ties them
+//! together is `crate::run::engine`.
 
-pub use engine::{simulate, SimConfig, DEFAULT_SEED};
+pub mod event;
+pub mod rng;
+pub mod time;

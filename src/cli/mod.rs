@@ -4,13 +4,16 @@
 //! options, single or double dash) mixed with elevator's options, so a fio
 //! command line works with `fio` replaced by `elevator run`.
 
+mod lab;
+
+use crate::block::elevator::Imp;
 use crate::block::knobs::{QueueKnobs, QUEUE_KNOBS};
 use crate::device::{builtin_profiles, load_profile};
 use crate::job::{self, EngineKind, JobFile};
 use crate::report;
+use crate::run::{simulate, SimConfig, DEFAULT_SEED};
 use crate::sched::{self, SCHEDULERS};
 use crate::sim::time::{Ns, NS_PER_MS, NS_PER_SEC, NS_PER_US};
-use crate::sim::{simulate, SimConfig, DEFAULT_SEED};
 use std::io::{IsTerminal, Write};
 
 /// Exit code for bad input (job file, option, device profile, CLI value).
@@ -242,7 +245,7 @@ pub fn parse_run_args(args: &[String]) -> Result<RunOptions, CliError> {
                     ))
                 })?;
                 let at = parse_duration(t).map_err(|e| bad(format!("--switch: {e}")))?;
-                sched::create(n).map_err(|e| bad(format!("--switch: {e}")))?;
+                sched::find_simulated(n).map_err(|e| bad(format!("--switch: {e}")))?;
                 o.switches.push((at, n.trim().to_string()));
             }
             "output-format" => {
@@ -322,7 +325,7 @@ fn finish_progress() {
 /// Build the simulation configuration from run options.
 pub fn sim_config(o: &RunOptions) -> Result<SimConfig, CliError> {
     let profile = load_profile(&o.device).map_err(bad)?;
-    sched::create(&o.scheduler).map_err(|e| bad(format!("--scheduler: {e}")))?;
+    sched::find_simulated(&o.scheduler).map_err(|e| bad(format!("--scheduler: {e}")))?;
     let mut knobs = QueueKnobs::default();
     let mut iosched = Vec::new();
     let mut cpu_costs = profile.cpu.clone().unwrap_or_default();
@@ -330,9 +333,15 @@ pub fn sim_config(o: &RunOptions) -> Result<SimConfig, CliError> {
         if let Some(name) = k.strip_prefix("iosched/") {
             iosched.push((name.to_string(), v.clone()));
         } else if let Some(name) = k.strip_prefix("cpu/") {
-            cpu_costs
-                .set(name, v)
-                .map_err(|e| bad(format!("--set {e}")))?;
+            match name.split_once('.') {
+                Some((sched_name, field)) => {
+                    let t = sched::find(sched_name)
+                        .map_err(|e| bad(format!("--set cpu/{name}: {e}")))?;
+                    cpu_costs.set_sched(t.name, field, v, t.cost)
+                }
+                None => cpu_costs.set(name, v),
+            }
+            .map_err(|e| bad(format!("--set {e}")))?;
         } else if QUEUE_KNOBS.contains(&k.as_str()) {
             knobs.set(k, v).map_err(|e| bad(format!("--set {e}")))?;
         } else {
@@ -467,27 +476,27 @@ pub fn cmd_run(args: &[String]) -> Result<(), CliError> {
 pub fn cmd_schedulers() -> String {
     let mut s = String::new();
     for info in SCHEDULERS {
-        let avail = if info.in_mainline {
+        let avail = if info.mainline {
             "kernel: mainline"
         } else {
             "kernel: removed/never merged (simulation only)"
         };
         s.push_str(&format!("{}  ({avail})\n    {}\n", info.name, info.summary));
-        match sched::create(info.name) {
-            Ok(Some(e)) => {
-                let t = e.tunables();
+        match info.imp {
+            Imp::NoElevator => s.push_str("    tunables: none (no elevator)\n"),
+            Imp::NotBuilt => s.push_str("    (not simulated yet)\n"),
+            Imp::Mq(_) | Imp::Legacy(_) => {
+                let t = info.tunables();
                 if t.is_empty() {
                     s.push_str("    tunables: none\n");
                 }
                 for t in t {
                     s.push_str(&format!(
-                        "    iosched/{:<18} default {:<10} unit {:<10} {}\n",
+                        "    iosched/{:<18} default {:<11} unit {:<10} {}\n",
                         t.name, t.default, t.unit, t.help
                     ));
                 }
             }
-            Ok(None) => s.push_str("    tunables: none (no elevator)\n"),
-            Err(_) => s.push_str("    (not built yet)\n"),
         }
         s.push('\n');
     }
@@ -541,11 +550,11 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             Ok(())
         }
         "devices" => cmd_devices(rest).map(|s| print!("{s}")),
-        "compare" => crate::lab::cli::cmd_compare(rest),
-        "lab" => crate::lab::cli::cmd_lab(rest),
-        "loop" => crate::lab::cli::cmd_loop(rest),
-        "calibrate" => crate::lab::cli::cmd_calibrate(rest),
-        "validate" => crate::lab::cli::cmd_validate(rest),
+        "compare" => lab::cmd_compare(rest),
+        "lab" => lab::cmd_lab(rest),
+        "loop" => lab::cmd_loop(rest),
+        "calibrate" => lab::cmd_calibrate(rest),
+        "validate" => lab::cmd_validate(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             Ok(())

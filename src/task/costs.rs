@@ -2,7 +2,7 @@
 //! Model assumptions (not kernel constants): typical figures for a modern
 //! x86 core; they set fio's slat and bound a single job's submission rate.
 
-use super::time::Ns;
+use crate::sim::time::Ns;
 
 /// `pread`/`pwrite` entry to bio submission for sync engines.
 pub const SYNC_SUBMIT_NS: Ns = 1_000;

@@ -2,9 +2,6 @@
 //! I/O units, submits them (plugged when batched), sleeps on tags, reaps
 //! completions and records fio's statistics.
 
-use super::costs;
-use super::event::{Event, EventQueue};
-use super::time::Ns;
 use crate::block::cpu::CpuCosts;
 use crate::block::knobs::QueueKnobs;
 use crate::block::request::{flags, IoPrio, Op};
@@ -13,7 +10,11 @@ use crate::cgroup::{CgroupTable, IOPRIO_DEFAULT_LEVEL};
 use crate::device::{self, Profile};
 use crate::job::{Ddir, EngineKind, IoPrioClass, JobFile, JobSpec};
 use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport};
+use crate::sim::event::{Event, EventQueue, TimerOwner};
+use crate::sim::rng::stream_seed;
+use crate::sim::time::Ns;
 use crate::stats::JobStats;
+use crate::task::costs;
 use crate::workload::{self, Generator, IoUnit, RateLimiter};
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -41,11 +42,6 @@ pub struct SimConfig {
     pub cpu_costs: CpuCosts,
     /// Called now and then with (simulated now, horizon if known).
     pub progress: Option<fn(Ns, Option<Ns>)>,
-}
-
-/// Mix a seed with a stream number (splitmix64), so streams are independent.
-pub fn stream_seed(seed: u64, stream: u64) -> u64 {
-    crate::device::rng::splitmix64_mix(seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,9 +154,10 @@ impl Simulation {
             })
             .collect();
         let cpus = cfg.cpus.max(1);
+        let scheduler = crate::sched::find_simulated(&cfg.scheduler)?;
         let block = BlockLayer::new(
             dev,
-            &cfg.scheduler,
+            scheduler,
             cpus,
             cfg.knobs.clone(),
             cfg.iosched.clone(),
@@ -335,7 +332,7 @@ impl Simulation {
         self.wake(j, at);
         if job_deadline(&self.jobs[j]) != Ns::MAX {
             let d = self.jobs[j].deadline;
-            self.events.push(d, Event::JobWake(j as u32));
+            self.events.push(d, Event::wake(j as u32));
         }
     }
 
@@ -345,7 +342,7 @@ impl Simulation {
             return;
         }
         job.wake_pending = Some(at);
-        self.events.push(at, Event::JobWake(j as u32));
+        self.events.push(at, Event::wake(j as u32));
     }
 
     /// The end of the simulated run if every job has a deadline.
@@ -368,7 +365,7 @@ impl Simulation {
             debug_assert!(t >= self.now, "time went backwards");
             self.now = t;
             match ev {
-                Event::JobWake(j) => {
+                Event::Timer(TimerOwner::Task(j), _) => {
                     let job = &mut self.jobs[j as usize];
                     if job.wake_pending == Some(t) {
                         job.wake_pending = None;
@@ -381,18 +378,18 @@ impl Simulation {
                 Event::DeviceComplete(rq) => {
                     self.with_block(t, |b, env| b.device_complete(env, rq));
                 }
-                Event::DeviceWake(tok) => {
+                Event::Timer(TimerOwner::Device, tok) => {
                     self.with_block(t, |b, env| b.device_wake(env, tok));
                 }
                 Event::QueueRun(h) => {
                     self.with_block(t, |b, env| b.delayed_run(env, h));
                 }
-                Event::ElvTimer(tok) => {
-                    self.with_block(t, |b, env| b.elv_timer(env, tok));
+                Event::Timer(TimerOwner::Elevator { generation }, tok) => {
+                    self.with_block(t, |b, env| b.elv_timer(env, generation, tok));
                 }
                 Event::Switch(i) => {
-                    let name = self.switches[i as usize].1.clone();
-                    self.with_block(t, |b, env| b.request_switch(env, &name))?;
+                    let target = crate::sched::find_simulated(&self.switches[i as usize].1)?;
+                    self.with_block(t, |b, env| b.request_switch(env, target));
                 }
             }
             self.settle();
@@ -1002,9 +999,9 @@ fn check_iosched(cfg: &SimConfig) -> Result<(), String> {
     names.extend(cfg.switches.iter().map(|(_, n)| n.clone()));
     let mut known: Vec<&'static str> = Vec::new();
     for n in &names {
-        if let Some(e) = crate::sched::create(n)? {
-            known.extend(e.tunables().iter().map(|t| t.name));
-        }
+        known.extend(crate::sched::tunable_names(crate::sched::find_simulated(
+            n,
+        )?));
     }
     for (k, _) in &cfg.iosched {
         if !known.contains(&k.as_str()) {

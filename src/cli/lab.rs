@@ -1,19 +1,19 @@
 //! Commands `lab`, `loop`, `calibrate`, `validate` and `compare`.
 
-use super::calibrate;
-use super::loopdev::{self, Backing, LoopSpec};
-use super::runner::{self, LabOptions, LabResult};
-use super::signal;
-use super::validate::{self, Inputs, SimSettings};
-use crate::cli::{parse_duration, parse_run_args, sim_config, CliError, EXIT_BAD_INPUT};
+use super::{parse_duration, parse_run_args, sim_config, CliError, EXIT_BAD_INPUT};
 use crate::device::load_profile;
 use crate::job;
 use crate::job::JobFile;
+use crate::lab::calibrate;
+use crate::lab::loopdev::{self, Backing, LoopSpec};
+use crate::lab::runner::{self, LabOptions, LabResult};
+use crate::lab::signal;
+use crate::lab::validate::{self, Inputs, SimSettings};
 use crate::report::table::{self, Column, Outcome};
 use crate::report::{fio_json, fio_text, RunReport};
+use crate::run::{simulate, SimConfig};
 use crate::sched;
 use crate::sim::time::{Ns, NS_PER_SEC};
-use crate::sim::{simulate, SimConfig};
 use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
@@ -532,7 +532,8 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
     let job = one_job(&a, "validate")?;
     let fmts = formats(&a, &["table", "json"], "table")?;
     let o = lab_options(&a, &job)?;
-    let jf = super::jobfile::parse_for_device(std::path::Path::new(&job), &o.dev).map_err(bad)?;
+    let jf =
+        crate::lab::jobfile::parse_for_device(std::path::Path::new(&job), &o.dev).map_err(bad)?;
     let cpus = number(&a, "cpus", validate::machine_cpus(), 4096)?;
     let mut notes = Vec::new();
     let profile = match a.get("profile") {
@@ -544,7 +545,7 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
                 calibrate::calibrate(&o.dev, o.force, probe, 1, cpus, a.get("model"), o.verbose)
                     .map_err(failed)?;
             eprint!("{report}");
-            let tmp = super::TempDir::new("elevator-validate").map_err(failed)?;
+            let tmp = crate::lab::TempDir::new("elevator-validate").map_err(failed)?;
             let path = match a.get("save-profile") {
                 Some(p) => PathBuf::from(p),
                 None => tmp.path().join("calibrated.toml"),
@@ -712,8 +713,8 @@ pub fn cmd_compare(args: &[String]) -> Result<(), CliError> {
     // Every iosched/ setting must fit some scheduler of the list.
     let mut tunables: Vec<&'static str> = Vec::new();
     for n in &names {
-        if let Ok(Some(e)) = sched::create(n) {
-            tunables.extend(e.tunables().iter().map(|t| t.name));
+        if let Ok(t) = sched::find(n) {
+            tunables.extend(sched::tunable_names(t));
         }
     }
     for (k, _) in &o.sets {
@@ -747,10 +748,7 @@ pub fn cmd_compare(args: &[String]) -> Result<(), CliError> {
         }
         let mut so = o.clone();
         so.scheduler = n.clone();
-        let mine: Vec<&'static str> = match sched::create(n) {
-            Ok(Some(e)) => e.tunables().iter().map(|t| t.name).collect(),
-            _ => Vec::new(),
-        };
+        let mine: Vec<&'static str> = sched::find(n).map(sched::tunable_names).unwrap_or_default();
         so.sets = o
             .sets
             .iter()
@@ -879,7 +877,7 @@ mod tests {
 
     #[test]
     fn compare_lists_unsimulated_schedulers() {
-        let dir = super::super::TempDir::new("elevator-compare-test").unwrap();
+        let dir = crate::lab::TempDir::new("elevator-compare-test").unwrap();
         let job = dir.path().join("j.fio");
         std::fs::write(
             &job,

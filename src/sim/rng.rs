@@ -1,4 +1,5 @@
-//! Cheap, seedable randomness for device models' service-time jitter.
+//! Seeded randomness: independent streams from one run seed, and a cheap
+//! generator for device models' service-time jitter.
 //!
 //! [`Xoshiro256pp`]: the xoshiro256++ generator of Blackman and Vigna (2019),
 //! seeded through splitmix64. Small state, a handful of instructions per
@@ -12,11 +13,18 @@
 //! the position, so the two are independent.
 
 /// splitmix64's output function: a bijection of `u64` that mixes every bit
-/// (also used to derive independent seeds, `sim::engine::stream_seed`).
+/// (also used to derive independent seeds, [`stream_seed`]).
 pub fn splitmix64_mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// Mix a seed with a stream number, so each consumer of randomness (a job's
+/// offsets, the device's jitter, start delays) gets an independent stream
+/// from one run seed.
+pub fn stream_seed(seed: u64, stream: u64) -> u64 {
+    splitmix64_mix(seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 /// splitmix64 step: expands one `u64` seed into well-mixed state words.
