@@ -1,25 +1,27 @@
-//! The event loop and the job driver: each fio job is a task that prepares
-//! I/O units, submits them (plugged when batched), sleeps on tags, reaps
-//! completions and records fio's statistics.
+//! The event loop: pops events in time order and routes each to its owner —
+//! a task's timer to the task, device completions and queue runs to the
+//! block layer, an elevator timer to the scheduler attached when it was
+//! armed — then delivers completions and wake-ups to their tasks and steps
+//! the tasks that can act, until every job is done.
 
 use crate::block::cpu::CpuCosts;
 use crate::block::knobs::QueueKnobs;
-use crate::block::request::{flags, IoPrio, Op};
-use crate::block::{BioDone, BioSubmit, BlockLayer, Env, Plug, SubmitResult};
+use crate::block::request::IoPrio;
+use crate::block::{BioDone, BlockLayer, Env};
 use crate::cgroup::{CgroupTable, IOPRIO_DEFAULT_LEVEL};
 use crate::device::{self, Profile};
-use crate::job::{Ddir, EngineKind, IoPrioClass, JobFile, JobSpec};
+use crate::job::{EngineKind, IoPrioClass, JobFile};
 use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport};
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::rng::stream_seed;
 use crate::sim::time::Ns;
 use crate::stats::JobStats;
-use crate::task::costs;
-use crate::workload::{self, Generator, IoUnit, RateLimiter};
+use crate::task::fio::{FioJob, Phase};
+use crate::task::{BioOwner, Task, TaskCx, TaskKind};
+use crate::workload::{self, Generator, RateLimiter};
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::VecDeque;
 
 /// fio's default random seed (FIO_RANDSEED in fio.h).
 pub const DEFAULT_SEED: u64 = 0xb189_9bed;
@@ -44,80 +46,12 @@ pub struct SimConfig {
     pub progress: Option<fn(Ns, Option<Ns>)>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Not started (waiting for a stonewall or its start delay).
-    Waiting,
-    Running,
-    /// No more new I/O; waiting for in-flight I/O to complete.
-    Draining,
-    Done,
-    Skipped,
-}
-
-#[derive(Clone, Copy, Debug, Default)]
-struct IoU {
-    ddir: Option<Ddir>,
-    len: u64,
-    /// Device byte offset (job logs with log_offset=1).
-    offset: u64,
-    start: Ns,
-    issue: Ns,
-    pieces_left: u32,
-    done: Ns,
-}
-
-/// One bio still to be submitted by a job.
-#[derive(Clone, Copy, Debug)]
-struct Piece {
-    slot: u32,
-    op: Op,
-    sector: u64,
-    nr_sectors: u32,
-    flags: u32,
-    /// Last piece of its I/O unit.
-    last: bool,
-}
-
-struct Job {
-    spec: JobSpec,
-    gen: Option<Generator>,
-    rate: Option<RateLimiter>,
-    stats: JobStats,
-    kind: EngineKind,
-    cpu: u16,
-    pid: u32,
-    ioprio: IoPrio,
-    cgroup: u16,
-    depth: u32,
-    phase: Phase,
-    start: Ns,
-    ramp_end: Ns,
-    deadline: Ns,
-    stats_begun: bool,
-    ious: Vec<IoU>,
-    free_slots: Vec<u32>,
-    inflight: u32,
-    completed: Vec<u32>,
-    pending: VecDeque<Piece>,
-    sleeping: bool,
-    busy_until: Ns,
-    wake_pending: Option<Ns>,
-    /// An I/O already drawn from the generator, due at the given time (rate limit).
-    staged: Option<(IoUnit, Ns)>,
-    exhausted: bool,
-    writes_since_sync: u32,
-    ios_since_think: u32,
-    think_until: Ns,
-    end_fsync_sent: bool,
-    wrote: bool,
-    plug: Plug,
-    end: Ns,
-}
-
 /// One simulation run.
 pub struct Simulation {
-    jobs: Vec<Job>,
+    /// The tasks' scheduling frames, by task id.
+    tasks: Vec<Task>,
+    /// The fio jobs, by task id (every task is a fio job today).
+    jobs: Vec<FioJob>,
     block: BlockLayer,
     events: EventQueue,
     done: Vec<BioDone>,
@@ -131,11 +65,27 @@ pub struct Simulation {
     to_step: Vec<u32>,
     /// Scratch buffer reused across events (no allocation per event).
     scratch_steps: Vec<u32>,
-    batch: Vec<u32>,
-    /// Units queued by the current submit call (their issue time is its end).
-    issued: Vec<u32>,
     /// Jobs not yet Done or Skipped.
     active: usize,
+}
+
+/// The task's I/O priority from fio's `prioclass=` and `prio=`.
+fn job_ioprio(prioclass: Option<IoPrioClass>, prio: Option<u8>) -> IoPrio {
+    match (prioclass, prio) {
+        (Some(c), p) => IoPrio {
+            class: c,
+            level: p.unwrap_or(IOPRIO_DEFAULT_LEVEL),
+        },
+        // fio's prio= alone sets a best-effort level.
+        (None, Some(p)) => IoPrio {
+            class: IoPrioClass::Be,
+            level: p,
+        },
+        (None, None) => IoPrio {
+            class: IoPrioClass::None,
+            level: IOPRIO_DEFAULT_LEVEL,
+        },
+    }
 }
 
 impl Simulation {
@@ -169,11 +119,11 @@ impl Simulation {
         let layouts = workload::layout(&jobfile.jobs, block.capacity())?;
         let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, 0x5eed));
         let mut jobs = Vec::with_capacity(jobfile.jobs.len());
+        let mut tasks = Vec::with_capacity(jobfile.jobs.len());
         for (i, spec) in jobfile.jobs.iter().enumerate() {
             let base = spec.randseed.unwrap_or(cfg.seed);
             let seed = stream_seed(base, i as u64 + 1);
-            let kind = spec.ioengine.kind;
-            let modelled = kind != EngineKind::NotModelled;
+            let modelled = spec.ioengine.kind != EngineKind::NotModelled;
             let gen = if modelled {
                 Some(
                     Generator::new(spec, &layouts[i], seed)
@@ -199,69 +149,16 @@ impl Simulation {
                 }
                 _ => (i % cpus) as u16,
             };
-            let ioprio = match (spec.prioclass, spec.prio) {
-                (Some(c), p) => IoPrio {
-                    class: c,
-                    level: p.unwrap_or(IOPRIO_DEFAULT_LEVEL),
-                },
-                // fio's prio= alone sets a best-effort level.
-                (None, Some(p)) => IoPrio {
-                    class: IoPrioClass::Be,
-                    level: p,
-                },
-                (None, None) => IoPrio {
-                    class: IoPrioClass::None,
-                    level: IOPRIO_DEFAULT_LEVEL,
-                },
-            };
-            let depth = match kind {
-                EngineKind::Sync => 1,
-                _ => spec.iodepth.max(1),
-            };
             let (lo, hi) = spec.startdelay;
             let delay = if hi > lo { rng.gen_range(lo..=hi) } else { lo };
-            jobs.push(Job {
-                stats: if modelled {
-                    JobStats::with_logs(spec).map_err(|e| format!("job '{}': {e}", spec.name))?
-                } else {
-                    JobStats::new(spec)
-                },
-                spec: spec.clone(),
-                gen,
-                rate,
-                kind,
-                cpu,
-                pid: i as u32,
-                ioprio,
-                cgroup: cg_ids[i],
-                depth,
-                phase: if modelled {
-                    Phase::Waiting
-                } else {
-                    Phase::Skipped
-                },
-                start: delay,
-                ramp_end: 0,
-                deadline: Ns::MAX,
-                stats_begun: false,
-                ious: vec![IoU::default(); depth as usize + 1],
-                free_slots: (0..depth + 1).rev().collect(),
-                inflight: 0,
-                completed: Vec::new(),
-                pending: VecDeque::new(),
-                sleeping: false,
-                busy_until: 0,
-                wake_pending: None,
-                staged: None,
-                exhausted: false,
-                writes_since_sync: 0,
-                ios_since_think: 0,
-                think_until: 0,
-                end_fsync_sent: false,
-                wrote: false,
-                plug: Plug::default(),
-                end: 0,
-            });
+            let stats = if modelled {
+                JobStats::with_logs(spec).map_err(|e| format!("job '{}': {e}", spec.name))?
+            } else {
+                JobStats::new(spec)
+            };
+            let ioprio = job_ioprio(spec.prioclass, spec.prio);
+            tasks.push(Task::new(i as u32, TaskKind::FioJob, cpu, cg_ids[i], ioprio));
+            jobs.push(FioJob::new(spec, gen, rate, stats, delay));
         }
         let disk_name = jobfile
             .jobs
@@ -271,6 +168,7 @@ impl Simulation {
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| cfg.profile.name.clone());
         let mut sim = Simulation {
+            tasks,
             jobs,
             block,
             events: EventQueue::new(),
@@ -282,8 +180,6 @@ impl Simulation {
             global_options: jobfile.global_options.clone(),
             to_step: Vec::new(),
             scratch_steps: Vec::new(),
-            batch: Vec::new(),
-            issued: Vec::new(),
             active: 0,
             cfg,
         };
@@ -299,6 +195,19 @@ impl Simulation {
         Ok(sim)
     }
 
+    /// A task's context for acting at `self.now`, with its frame and job.
+    fn task_cx(&mut self, id: u32) -> (&mut Task, &mut FioJob, TaskCx<'_>) {
+        let cx = TaskCx {
+            now: self.now,
+            block: &mut self.block,
+            events: &mut self.events,
+            done: &mut self.done,
+            woken: &mut self.woken,
+            ready: &mut self.to_step,
+        };
+        (&mut self.tasks[id as usize], &mut self.jobs[id as usize], cx)
+    }
+
     /// Start every waiting job whose predecessors (for stonewalls) are done.
     fn release_stonewalled(&mut self, now: Ns) {
         let mut all_before_done = true;
@@ -309,40 +218,14 @@ impl Simulation {
             }
             if job.phase == Phase::Waiting {
                 let at = now + job.start;
-                self.start_job(j, at);
+                let cap = self.cfg.max_runtime;
+                let (task, job, mut cx) = self.task_cx(j as u32);
+                job.start(task, at, cap, &mut cx);
             }
             if !matches!(self.jobs[j].phase, Phase::Done | Phase::Skipped) {
                 all_before_done = false;
             }
         }
-    }
-
-    fn start_job(&mut self, j: usize, at: Ns) {
-        let cap = self.cfg.max_runtime;
-        let job = &mut self.jobs[j];
-        job.phase = Phase::Running;
-        job.start = at;
-        job.ramp_end = at + job.spec.ramp_time;
-        let run_limit = match (job.spec.runtime, cap) {
-            (Some(r), Some(c)) => Some((job.spec.ramp_time + r).min(c)),
-            (Some(r), None) => Some(job.spec.ramp_time + r),
-            (None, c) => c,
-        };
-        job.deadline = run_limit.map_or(Ns::MAX, |l| at + l);
-        self.wake(j, at);
-        if job_deadline(&self.jobs[j]) != Ns::MAX {
-            let d = self.jobs[j].deadline;
-            self.events.push(d, Event::wake(j as u32));
-        }
-    }
-
-    fn wake(&mut self, j: usize, at: Ns) {
-        let job = &mut self.jobs[j];
-        if job.wake_pending.is_some_and(|t| t <= at) {
-            return;
-        }
-        job.wake_pending = Some(at);
-        self.events.push(at, Event::wake(j as u32));
     }
 
     /// The end of the simulated run if every job has a deadline.
@@ -366,14 +249,14 @@ impl Simulation {
             self.now = t;
             match ev {
                 Event::Timer(TimerOwner::Task(j), _) => {
-                    let job = &mut self.jobs[j as usize];
-                    if job.wake_pending == Some(t) {
-                        job.wake_pending = None;
+                    let task = &mut self.tasks[j as usize];
+                    if task.wake_pending == Some(t) {
+                        task.wake_pending = None;
                     }
                     // Completions and wake-ups were all delivered after the
-                    // previous event, so the job can act at once.
+                    // previous event, so the task can act at once.
                     debug_assert!(self.done.is_empty() && self.woken.is_empty());
-                    self.step(j as usize);
+                    self.step(j);
                 }
                 Event::DeviceComplete(rq) => {
                     self.with_block(t, |b, env| b.device_complete(env, rq));
@@ -417,7 +300,7 @@ impl Simulation {
         f(&mut self.block, &mut env)
     }
 
-    /// Deliver completions and wake-ups, then step the jobs that can act.
+    /// Deliver completions and wake-ups, then step the tasks that can act.
     fn settle(&mut self) {
         loop {
             // Wake-ups first: a task woken because a tag was freed gets to
@@ -426,9 +309,9 @@ impl Simulation {
             // wakes tag waiters from the freeing path.
             for i in 0..self.woken.len() {
                 let pid = self.woken[i];
-                let job = &mut self.jobs[pid as usize];
-                if job.sleeping {
-                    job.sleeping = false;
+                let task = &mut self.tasks[pid as usize];
+                if task.blocked() {
+                    task.sleep = None;
                     self.to_step.push(pid);
                 }
             }
@@ -436,7 +319,9 @@ impl Simulation {
             // bio_done never adds completions, so an index walk is safe.
             for i in 0..self.done.len() {
                 let d = self.done[i];
-                self.bio_done(d);
+                let owner = BioOwner::from_token(d.owner);
+                let (task, job, mut cx) = self.task_cx(owner.task);
+                job.bio_done(task, owner.tag, d.at, &mut cx);
             }
             self.done.clear();
             if self.to_step.is_empty() {
@@ -446,378 +331,20 @@ impl Simulation {
             std::mem::swap(&mut self.to_step, &mut self.scratch_steps);
             for i in 0..self.scratch_steps.len() {
                 let j = self.scratch_steps[i];
-                self.step(j as usize);
+                self.step(j);
             }
             self.scratch_steps.clear();
         }
     }
 
-    fn bio_done(&mut self, d: BioDone) {
-        let j = (d.owner >> 32) as usize;
-        let slot = (d.owner & 0xffff_ffff) as usize;
-        let job = &mut self.jobs[j];
-        let iou = &mut job.ious[slot];
-        assert!(
-            iou.pieces_left > 0,
-            "bio of job {j} slot {slot} completed twice"
-        );
-        iou.pieces_left -= 1;
-        if iou.pieces_left == 0 {
-            iou.done = d.at.max(iou.issue);
-            job.completed.push(slot as u32);
-            if iou.done > self.now {
-                // Delivered when the submit call that issued it has returned.
-                let at = iou.done;
-                self.wake(j, at);
-            } else {
-                self.to_step.push(j as u32);
-            }
+    /// Task `id` acts at `self.now`.
+    fn step(&mut self, id: u32) {
+        let (task, job, mut cx) = self.task_cx(id);
+        if job.step(task, &mut cx) {
+            self.active -= 1;
+            let now = self.now;
+            self.release_stonewalled(now);
         }
-    }
-
-    /// One job acts at `self.now`: reap, decide, submit at most one batch.
-    ///
-    /// A task never acts ahead of the event clock: the queue lock, the device
-    /// and other shared resources are granted in time order.
-    fn step(&mut self, j: usize) {
-        let now = self.now;
-        let job = &mut self.jobs[j];
-        if !matches!(job.phase, Phase::Running | Phase::Draining) || job.sleeping {
-            return;
-        }
-        let ready = job.busy_until.max(self.block.cpu_free_at(job.cpu));
-        if now < ready {
-            // The task's CPU is still busy (its own call, or completion work).
-            self.wake(j, ready);
-            return;
-        }
-        if !job.stats_begun && now >= job.ramp_end {
-            job.stats.begin(job.ramp_end);
-            job.stats_begun = true;
-        }
-        self.reap(j);
-        let job = &mut self.jobs[j];
-        if !job.pending.is_empty() {
-            // Woken from a tag/freeze sleep: go on with the interrupted submission.
-            let cpu = job.cpu;
-            self.block.cpu_begin(cpu, now);
-            self.block.cpu_charge(costs::AIO_SUBMIT_PER_IO_NS);
-            self.submit_pending(j, false);
-            self.end_call(j);
-            if !self.jobs[j].sleeping {
-                let at = self.jobs[j].busy_until;
-                self.wake(j, at);
-            }
-            return;
-        }
-        if job.phase == Phase::Running
-            && (now >= job.deadline || (job.exhausted && job.staged.is_none()))
-        {
-            job.phase = Phase::Draining;
-        }
-        if job.phase == Phase::Draining {
-            if job.inflight == 0 {
-                if job.spec.end_fsync && job.wrote && !job.end_fsync_sent {
-                    job.end_fsync_sent = true;
-                    let slot = self.new_sync_iou(j);
-                    self.commit(j, &[slot]);
-                    return;
-                }
-                self.finish_job(j);
-            }
-            return;
-        }
-        if job.spec.thinktime > 0 && job.ios_since_think >= job.spec.thinktime_blocks.max(1) {
-            job.ios_since_think = 0;
-            job.think_until = now + job.spec.thinktime;
-        }
-        if now < job.think_until {
-            let at = job.think_until;
-            self.wake(j, at);
-            return;
-        }
-        // Prepare one submit call's worth of I/O units.
-        let max_sectors = self.block.max_sectors().max(8) as u64;
-        let job = &mut self.jobs[j];
-        let batch_max = job.spec.iodepth_batch_submit.max(1) as usize;
-        let mut batch = std::mem::take(&mut self.batch);
-        batch.clear();
-        while (job.inflight as usize + batch.len()) < job.depth as usize && batch.len() < batch_max
-        {
-            let fsync_every = if job.spec.fsync > 0 {
-                job.spec.fsync
-            } else {
-                job.spec.fdatasync
-            };
-            if fsync_every > 0 && job.writes_since_sync >= fsync_every {
-                job.writes_since_sync = 0;
-                let slot = job.free_slots.pop().expect("slot");
-                job.ious[slot as usize] = IoU {
-                    ddir: None,
-                    len: 0,
-                    offset: 0,
-                    start: now,
-                    issue: now,
-                    pieces_left: 1,
-                    done: 0,
-                };
-                batch.push(slot);
-                continue;
-            }
-            let (io, due) = match job.staged.take() {
-                Some(s) => s,
-                None => match job.gen.as_mut().and_then(|g| g.next_io()) {
-                    None => {
-                        job.exhausted = true;
-                        break;
-                    }
-                    Some(io) => {
-                        let due = match job.rate.as_mut() {
-                            Some(r) => r.issue_at(now, job.start, io.ddir, io.len),
-                            None => now,
-                        };
-                        (io, due)
-                    }
-                },
-            };
-            if due > now {
-                job.staged = Some((io, due));
-                break;
-            }
-            let slot = job.free_slots.pop().expect("slot");
-            job.ious[slot as usize] = IoU {
-                ddir: Some(io.ddir),
-                len: io.len,
-                offset: io.offset,
-                start: now,
-                issue: now,
-                pieces_left: 0,
-                done: 0,
-            };
-            if io.ddir == Ddir::Write {
-                job.writes_since_sync += 1;
-                job.wrote = true;
-            }
-            job.ios_since_think += 1;
-            split_into_pieces(job, max_sectors, slot, io);
-            batch.push(slot);
-            if job.spec.thinktime > 0 && job.ios_since_think >= job.spec.thinktime_blocks.max(1) {
-                break;
-            }
-        }
-        let job = &mut self.jobs[j];
-        if batch.is_empty() {
-            self.batch = batch;
-            if let Some((_, due)) = job.staged {
-                self.wake(j, due);
-            } else if job.exhausted && job.inflight == 0 {
-                self.to_step.push(j as u32);
-            }
-            return;
-        }
-        self.commit(j, &batch);
-        self.batch = batch;
-    }
-
-    fn new_sync_iou(&mut self, j: usize) -> u32 {
-        let now = self.now;
-        let job = &mut self.jobs[j];
-        let slot = job.free_slots.pop().expect("slot");
-        job.ious[slot as usize] = IoU {
-            ddir: None,
-            len: 0,
-            offset: 0,
-            start: now,
-            issue: now,
-            pieces_left: 1,
-            done: 0,
-        };
-        slot
-    }
-
-    /// One submit call (`io_submit`, or `pread`/`pwrite` for sync engines).
-    fn commit(&mut self, j: usize, batch: &[u32]) {
-        let now = self.now;
-        let job = &mut self.jobs[j];
-        let cost = match job.kind {
-            EngineKind::Sync => costs::SYNC_SUBMIT_NS,
-            EngineKind::Null => costs::NULL_SUBMIT_NS,
-            _ => costs::AIO_SUBMIT_BASE_NS + costs::AIO_SUBMIT_PER_IO_NS * batch.len() as u64,
-        };
-        let cpu = job.cpu;
-        for &slot in batch {
-            if job.ious[slot as usize].ddir.is_none() {
-                // fsync/fdatasync: a flush request (REQ_PREFLUSH on an empty bio).
-                job.pending.push_back(Piece {
-                    slot,
-                    op: Op::Flush,
-                    sector: 0,
-                    nr_sectors: 0,
-                    flags: flags::PREFLUSH | flags::SYNC,
-                    last: true,
-                });
-            }
-        }
-        job.inflight += batch.len() as u32;
-        let depth_now = job.inflight;
-        job.stats.record_submit(batch.len() as u32, depth_now);
-        // The call runs on the task's CPU, after whatever that CPU is doing.
-        let start = self.block.cpu_begin(cpu, now);
-        self.block.cpu_charge(cost);
-        let job = &mut self.jobs[j];
-        if job.kind == EngineKind::Null {
-            // fio's null engine completes everything at once, no device involved.
-            let at = start + cost;
-            for p in job.pending.drain(..) {
-                job.ious[p.slot as usize].issue = at;
-                self.done.push(BioDone {
-                    owner: ((j as u64) << 32) | p.slot as u64,
-                    at,
-                });
-            }
-        } else {
-            // io_submit plugs batches above AIO_PLUG_THRESHOLD (2, fs/aio.c); the
-            // block-device direct I/O path plugs its bios too.
-            let plugged = batch.len() > 2 || job.kind == EngineKind::Sync;
-            self.submit_pending(j, plugged);
-        }
-        self.end_call(j);
-        // A full job acts again on its next completion; otherwise when the call returns.
-        let job = &self.jobs[j];
-        if job.inflight < job.depth || job.sleeping || !job.pending.is_empty() {
-            let at = job.busy_until;
-            self.wake(j, at);
-        }
-    }
-
-    /// The task's call returns when its CPU has done the block-layer work too:
-    /// that is the issue time (fio's `issue_time`) of every unit it queued.
-    fn end_call(&mut self, j: usize) {
-        let end = self.block.cpu_end();
-        let job = &mut self.jobs[j];
-        job.busy_until = job.busy_until.max(end);
-        for &slot in &self.issued {
-            job.ious[slot as usize].issue = end;
-        }
-        self.issued.clear();
-    }
-
-    /// Submit the job's pending bios in order until done or the task sleeps
-    /// (inside a call started with `cpu_begin`). Units whose last bio went in
-    /// are collected in `self.issued`.
-    fn submit_pending(&mut self, j: usize, plugged: bool) {
-        let now = self.now;
-        let job = &mut self.jobs[j];
-        // The plug travels with the call only when the call plugs.
-        let mut plug = if plugged {
-            std::mem::take(&mut job.plug)
-        } else {
-            Plug::default()
-        };
-        loop {
-            let job = &mut self.jobs[j];
-            let Some(p) = job.pending.front().copied() else {
-                break;
-            };
-            let b = BioSubmit {
-                op: p.op,
-                sector: p.sector,
-                nr_sectors: p.nr_sectors,
-                flags: p.flags,
-                ioprio: job.ioprio,
-                cgroup: job.cgroup,
-                pid: job.pid,
-                cpu: job.cpu,
-                owner: ((j as u64) << 32) | p.slot as u64,
-            };
-            let r = self.with_block(now, |blk, env| {
-                blk.submit_bio(env, &b, if plugged { Some(&mut plug) } else { None })
-            });
-            let job = &mut self.jobs[j];
-            match r {
-                SubmitResult::Taken => {
-                    job.pending.pop_front();
-                    if p.last {
-                        self.issued.push(p.slot);
-                    }
-                }
-                SubmitResult::Sleep => {
-                    job.sleeping = true;
-                    break;
-                }
-            }
-        }
-        if plugged {
-            self.with_block(now, |b, env| b.finish_plug(env, &mut plug));
-            self.jobs[j].plug = plug;
-        }
-    }
-
-    /// Collect completed I/O units (`io_getevents`) and record them.
-    fn reap(&mut self, j: usize) {
-        let now = self.now;
-        let job = &mut self.jobs[j];
-        if job.completed.is_empty() {
-            return;
-        }
-        let mut n = 0;
-        let mut i = 0;
-        while i < job.completed.len() {
-            let slot = job.completed[i];
-            let iou = job.ious[slot as usize];
-            if iou.done > now {
-                i += 1;
-                continue;
-            }
-            job.completed.swap_remove(i);
-            n += 1;
-            // fio stamps a completion when it reaps it (io_getevents returned),
-            // so time spent waiting for the task counts in clat, as in fio.
-            let reaped = now;
-            if job.stats_begun && reaped >= job.ramp_end {
-                let lat = reaped - iou.start;
-                match iou.ddir {
-                    Some(d) => {
-                        let slat = iou.issue - iou.start;
-                        let clat = reaped - iou.issue;
-                        let (slat, clat) = if job.kind == EngineKind::Sync {
-                            (None, lat)
-                        } else {
-                            (Some(slat), clat)
-                        };
-                        job.stats
-                            .record_io_at(d, iou.offset, iou.len, slat, clat, lat, reaped);
-                    }
-                    None => job.stats.record_sync(lat),
-                }
-            }
-            job.inflight -= 1;
-            job.free_slots.push(slot);
-        }
-        if n > 0 {
-            job.stats.record_complete(n);
-            // Reaping costs the task CPU time before it can submit again.
-            let cpu = job.cpu;
-            self.block.cpu_begin(cpu, now);
-            self.block.cpu_charge(costs::REAP_PER_IO_NS * n as u64);
-            let end = self.block.cpu_end();
-            let job = &mut self.jobs[j];
-            job.busy_until = job.busy_until.max(end);
-        }
-    }
-
-    fn finish_job(&mut self, j: usize) {
-        let now = self.now;
-        let job = &mut self.jobs[j];
-        job.phase = Phase::Done;
-        job.end = now;
-        self.active -= 1;
-        if !job.stats_begun {
-            job.stats.begin(job.ramp_end.min(now));
-            job.stats_begun = true;
-        }
-        job.stats.end(now);
-        self.release_stonewalled(now);
     }
 
     fn finish(mut self) -> Result<RunReport, String> {
@@ -944,51 +471,6 @@ impl Simulation {
             timestamp,
         })
     }
-}
-
-/// Split an I/O unit into bios of at most `max_sectors` (bio splitting;
-/// all but the last piece are REQ_NOMERGE, as the kernel marks split fronts).
-fn split_into_pieces(job: &mut Job, max: u64, slot: u32, io: IoUnit) {
-    let op = match io.ddir {
-        Ddir::Read => Op::Read,
-        Ddir::Write => Op::Write,
-        Ddir::Trim => Op::Discard,
-    };
-    let mut base_flags = 0;
-    if job.kind == EngineKind::Passthrough {
-        base_flags |= flags::PASSTHROUGH;
-    }
-    if op == Op::Write && job.spec.direct {
-        // O_DIRECT writes are REQ_SYNC | REQ_IDLE (iomap/blockdev direct I/O).
-        base_flags |= flags::SYNC;
-    }
-    let mut sector = io.offset / 512;
-    let mut left = io.len.div_ceil(512);
-    let mut n = 0;
-    while left > 0 {
-        let take = left.min(max);
-        left -= take;
-        let last = left == 0;
-        job.pending.push_back(Piece {
-            slot,
-            op,
-            sector,
-            nr_sectors: take as u32,
-            flags: if last {
-                base_flags
-            } else {
-                base_flags | flags::NOMERGE
-            },
-            last,
-        });
-        sector += take;
-        n += 1;
-    }
-    job.ious[slot as usize].pieces_left = n;
-}
-
-fn job_deadline(j: &Job) -> Ns {
-    j.deadline
 }
 
 fn check_iosched(cfg: &SimConfig) -> Result<(), String> {

@@ -1,0 +1,567 @@
+//! The fio job driver: fio's submit/reap loop as a task. Each step it reaps
+//! what completed (`io_getevents`), decides (runtime, think time, rate limit,
+//! fsync), prepares one submit call's worth of I/O units, splits them into
+//! bios at `max_sectors_kb` and submits them (plugged when batched), sleeping
+//! when the block layer has no tag. It records fio's statistics as fio does:
+//! slat from preparation to the end of the submit call, clat to the reap.
+
+use super::costs;
+use super::{BioOwner, SleepReason, Task, TaskCx};
+use crate::block::request::{flags, Op};
+use crate::block::{BioDone, BioSubmit, Plug, SubmitResult};
+use crate::job::{Ddir, EngineKind, JobSpec};
+use crate::sim::event::Event;
+use crate::sim::time::Ns;
+use crate::stats::JobStats;
+use crate::workload::{Generator, IoUnit, RateLimiter};
+use std::collections::VecDeque;
+
+/// Where a job is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Not started (waiting for a stonewall or its start delay).
+    Waiting,
+    Running,
+    /// No more new I/O; waiting for in-flight I/O to complete.
+    Draining,
+    Done,
+    /// Its engine cannot be modelled; it never runs.
+    Skipped,
+}
+
+/// One fio I/O unit (`struct io_u`).
+#[derive(Clone, Copy, Debug, Default)]
+struct IoU {
+    /// None for an fsync/fdatasync unit.
+    ddir: Option<Ddir>,
+    len: u64,
+    /// Device byte offset (job logs with log_offset=1).
+    offset: u64,
+    start: Ns,
+    issue: Ns,
+    pieces_left: u32,
+    done: Ns,
+}
+
+/// One bio still to be submitted by a job.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    slot: u32,
+    op: Op,
+    sector: u64,
+    nr_sectors: u32,
+    flags: u32,
+    /// Last piece of its I/O unit.
+    last: bool,
+}
+
+/// A fio job and its state.
+pub struct FioJob {
+    pub spec: JobSpec,
+    gen: Option<Generator>,
+    rate: Option<RateLimiter>,
+    pub stats: JobStats,
+    pub kind: EngineKind,
+    depth: u32,
+    pub phase: Phase,
+    /// Start time (before it starts: its start delay).
+    pub start: Ns,
+    ramp_end: Ns,
+    /// Runtime limit (Ns::MAX when none).
+    pub deadline: Ns,
+    stats_begun: bool,
+    ious: Vec<IoU>,
+    free_slots: Vec<u32>,
+    inflight: u32,
+    completed: Vec<u32>,
+    pending: VecDeque<Piece>,
+    /// An I/O already drawn from the generator, due at the given time (rate limit).
+    staged: Option<(IoUnit, Ns)>,
+    exhausted: bool,
+    writes_since_sync: u32,
+    ios_since_think: u32,
+    think_until: Ns,
+    end_fsync_sent: bool,
+    wrote: bool,
+    plug: Plug,
+    /// When it finished.
+    pub end: Ns,
+    /// Scratch: the units of the submit call being prepared.
+    batch: Vec<u32>,
+    /// Scratch: units whose last bio the current call queued (their issue
+    /// time is the call's end).
+    issued: Vec<u32>,
+}
+
+impl FioJob {
+    /// A job ready to start after `start_delay` once released. `gen` and
+    /// `rate` are None for a job whose engine is not modelled.
+    pub fn new(
+        spec: &JobSpec,
+        gen: Option<Generator>,
+        rate: Option<RateLimiter>,
+        stats: JobStats,
+        start_delay: Ns,
+    ) -> FioJob {
+        let kind = spec.ioengine.kind;
+        let depth = match kind {
+            EngineKind::Sync => 1,
+            _ => spec.iodepth.max(1),
+        };
+        FioJob {
+            spec: spec.clone(),
+            gen,
+            rate,
+            stats,
+            kind,
+            depth,
+            phase: if kind == EngineKind::NotModelled {
+                Phase::Skipped
+            } else {
+                Phase::Waiting
+            },
+            start: start_delay,
+            ramp_end: 0,
+            deadline: Ns::MAX,
+            stats_begun: false,
+            ious: vec![IoU::default(); depth as usize + 1],
+            free_slots: (0..depth + 1).rev().collect(),
+            inflight: 0,
+            completed: Vec::new(),
+            pending: VecDeque::new(),
+            staged: None,
+            exhausted: false,
+            writes_since_sync: 0,
+            ios_since_think: 0,
+            think_until: 0,
+            end_fsync_sent: false,
+            wrote: false,
+            plug: Plug::default(),
+            end: 0,
+            batch: Vec::new(),
+            issued: Vec::new(),
+        }
+    }
+
+    /// Start at `at` (its start delay already added), with every job's
+    /// simulated time capped at `cap`.
+    pub fn start(&mut self, task: &mut Task, at: Ns, cap: Option<Ns>, cx: &mut TaskCx) {
+        self.phase = Phase::Running;
+        self.start = at;
+        self.ramp_end = at + self.spec.ramp_time;
+        let run_limit = match (self.spec.runtime, cap) {
+            (Some(r), Some(c)) => Some((self.spec.ramp_time + r).min(c)),
+            (Some(r), None) => Some(self.spec.ramp_time + r),
+            (None, c) => c,
+        };
+        self.deadline = run_limit.map_or(Ns::MAX, |l| at + l);
+        task.sleep = None;
+        cx.wake_at(task, at);
+        if self.deadline != Ns::MAX {
+            // The runtime limit wakes it too (not through wake_at: the start
+            // wake-up stays armed).
+            cx.events.push(self.deadline, Event::wake(task.id));
+        }
+    }
+
+    /// A bio of this job completed at `at` (`tag` is its I/O unit).
+    pub fn bio_done(&mut self, task: &mut Task, tag: u32, at: Ns, cx: &mut TaskCx) {
+        let slot = tag as usize;
+        let iou = &mut self.ious[slot];
+        assert!(
+            iou.pieces_left > 0,
+            "bio of task {} slot {slot} completed twice",
+            task.id
+        );
+        iou.pieces_left -= 1;
+        if iou.pieces_left == 0 {
+            iou.done = at.max(iou.issue);
+            self.completed.push(slot as u32);
+            if iou.done > cx.now {
+                // Delivered when the submit call that issued it has returned.
+                let at = iou.done;
+                cx.wake_at(task, at);
+            } else {
+                cx.step_again(task.id);
+            }
+        }
+    }
+
+    /// The job acts at `cx.now`: reap, decide, submit at most one batch.
+    /// Returns true when the job has just finished.
+    pub fn step(&mut self, task: &mut Task, cx: &mut TaskCx) -> bool {
+        let now = cx.now;
+        if !matches!(self.phase, Phase::Running | Phase::Draining) || task.blocked() {
+            return false;
+        }
+        let ready = task.busy_until.max(cx.block.cpu_free_at(task.cpu));
+        if now < ready {
+            // The task's CPU is still busy (its own call, or completion work).
+            cx.wake_at(task, ready);
+            return false;
+        }
+        task.sleep = None;
+        if !self.stats_begun && now >= self.ramp_end {
+            self.stats.begin(self.ramp_end);
+            self.stats_begun = true;
+        }
+        self.reap(task, cx);
+        if !self.pending.is_empty() {
+            // Woken from a tag/freeze sleep: go on with the interrupted submission.
+            cx.block.cpu_begin(task.cpu, now);
+            cx.block.cpu_charge(costs::AIO_SUBMIT_PER_IO_NS);
+            self.submit_pending(task, cx, false);
+            self.end_call(task, cx);
+            if !task.blocked() {
+                let at = task.busy_until;
+                cx.wake_at(task, at);
+            }
+            return false;
+        }
+        if self.phase == Phase::Running
+            && (now >= self.deadline || (self.exhausted && self.staged.is_none()))
+        {
+            self.phase = Phase::Draining;
+        }
+        if self.phase == Phase::Draining {
+            if self.inflight == 0 {
+                if self.spec.end_fsync && self.wrote && !self.end_fsync_sent {
+                    self.end_fsync_sent = true;
+                    let slot = self.new_sync_iou(now);
+                    self.commit(task, cx, &[slot]);
+                    return false;
+                }
+                self.finish(now);
+                return true;
+            }
+            task.sleep = Some(SleepReason::Io);
+            return false;
+        }
+        if self.spec.thinktime > 0 && self.ios_since_think >= self.spec.thinktime_blocks.max(1) {
+            self.ios_since_think = 0;
+            self.think_until = now + self.spec.thinktime;
+        }
+        if now < self.think_until {
+            task.sleep = Some(SleepReason::ThinkTime);
+            let at = self.think_until;
+            cx.wake_at(task, at);
+            return false;
+        }
+        self.prepare_and_submit(task, cx);
+        false
+    }
+
+    /// Prepare one submit call's worth of I/O units and submit them.
+    fn prepare_and_submit(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let now = cx.now;
+        let max_sectors = cx.block.max_sectors().max(8) as u64;
+        let batch_max = self.spec.iodepth_batch_submit.max(1) as usize;
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        while (self.inflight as usize + batch.len()) < self.depth as usize
+            && batch.len() < batch_max
+        {
+            let fsync_every = if self.spec.fsync > 0 {
+                self.spec.fsync
+            } else {
+                self.spec.fdatasync
+            };
+            if fsync_every > 0 && self.writes_since_sync >= fsync_every {
+                self.writes_since_sync = 0;
+                let slot = self.new_sync_iou(now);
+                batch.push(slot);
+                continue;
+            }
+            let (io, due) = match self.staged.take() {
+                Some(s) => s,
+                None => match self.gen.as_mut().and_then(|g| g.next_io()) {
+                    None => {
+                        self.exhausted = true;
+                        break;
+                    }
+                    Some(io) => {
+                        let due = match self.rate.as_mut() {
+                            Some(r) => r.issue_at(now, self.start, io.ddir, io.len),
+                            None => now,
+                        };
+                        (io, due)
+                    }
+                },
+            };
+            if due > now {
+                self.staged = Some((io, due));
+                break;
+            }
+            let slot = self.free_slots.pop().expect("slot");
+            self.ious[slot as usize] = IoU {
+                ddir: Some(io.ddir),
+                len: io.len,
+                offset: io.offset,
+                start: now,
+                issue: now,
+                pieces_left: 0,
+                done: 0,
+            };
+            if io.ddir == Ddir::Write {
+                self.writes_since_sync += 1;
+                self.wrote = true;
+            }
+            self.ios_since_think += 1;
+            self.split_into_pieces(max_sectors, slot, io);
+            batch.push(slot);
+            if self.spec.thinktime > 0 && self.ios_since_think >= self.spec.thinktime_blocks.max(1)
+            {
+                break;
+            }
+        }
+        if batch.is_empty() {
+            self.batch = batch;
+            if let Some((_, due)) = self.staged {
+                task.sleep = Some(SleepReason::Rate);
+                cx.wake_at(task, due);
+            } else if self.exhausted && self.inflight == 0 {
+                cx.step_again(task.id);
+            } else {
+                task.sleep = Some(SleepReason::Io);
+            }
+            return;
+        }
+        self.commit(task, cx, &batch);
+        self.batch = batch;
+    }
+
+    fn new_sync_iou(&mut self, now: Ns) -> u32 {
+        let slot = self.free_slots.pop().expect("slot");
+        self.ious[slot as usize] = IoU {
+            ddir: None,
+            len: 0,
+            offset: 0,
+            start: now,
+            issue: now,
+            pieces_left: 1,
+            done: 0,
+        };
+        slot
+    }
+
+    /// One submit call (`io_submit`, or `pread`/`pwrite` for sync engines).
+    fn commit(&mut self, task: &mut Task, cx: &mut TaskCx, batch: &[u32]) {
+        let now = cx.now;
+        let cost = match self.kind {
+            EngineKind::Sync => costs::SYNC_SUBMIT_NS,
+            EngineKind::Null => costs::NULL_SUBMIT_NS,
+            _ => costs::AIO_SUBMIT_BASE_NS + costs::AIO_SUBMIT_PER_IO_NS * batch.len() as u64,
+        };
+        for &slot in batch {
+            if self.ious[slot as usize].ddir.is_none() {
+                // fsync/fdatasync: a flush request (REQ_PREFLUSH on an empty bio).
+                self.pending.push_back(Piece {
+                    slot,
+                    op: Op::Flush,
+                    sector: 0,
+                    nr_sectors: 0,
+                    flags: flags::PREFLUSH | flags::SYNC,
+                    last: true,
+                });
+            }
+        }
+        self.inflight += batch.len() as u32;
+        let depth_now = self.inflight;
+        self.stats.record_submit(batch.len() as u32, depth_now);
+        // The call runs on the task's CPU, after whatever that CPU is doing.
+        let start = cx.block.cpu_begin(task.cpu, now);
+        cx.block.cpu_charge(cost);
+        if self.kind == EngineKind::Null {
+            // fio's null engine completes everything at once, no device involved.
+            let at = start + cost;
+            for p in self.pending.drain(..) {
+                self.ious[p.slot as usize].issue = at;
+                cx.done.push(BioDone {
+                    owner: BioOwner {
+                        task: task.id,
+                        tag: p.slot,
+                    }
+                    .token(),
+                    at,
+                });
+            }
+        } else {
+            // io_submit plugs batches above AIO_PLUG_THRESHOLD (2, fs/aio.c); the
+            // block-device direct I/O path plugs its bios too.
+            let plugged = batch.len() > 2 || self.kind == EngineKind::Sync;
+            self.submit_pending(task, cx, plugged);
+        }
+        self.end_call(task, cx);
+        // A full job acts again on its next completion; otherwise when the call returns.
+        if self.inflight < self.depth || task.blocked() || !self.pending.is_empty() {
+            let at = task.busy_until;
+            cx.wake_at(task, at);
+        } else {
+            task.sleep = Some(SleepReason::Io);
+        }
+    }
+
+    /// The task's call returns when its CPU has done the block-layer work too:
+    /// that is the issue time (fio's `issue_time`) of every unit it queued.
+    fn end_call(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let end = cx.block.cpu_end();
+        task.busy_until = task.busy_until.max(end);
+        for &slot in &self.issued {
+            self.ious[slot as usize].issue = end;
+        }
+        self.issued.clear();
+    }
+
+    /// Submit the job's pending bios in order until done or the task sleeps
+    /// (inside a call started with `cpu_begin`). Units whose last bio went in
+    /// are collected in `self.issued`.
+    fn submit_pending(&mut self, task: &mut Task, cx: &mut TaskCx, plugged: bool) {
+        // The plug travels with the call only when the call plugs.
+        let mut plug = if plugged {
+            std::mem::take(&mut self.plug)
+        } else {
+            Plug::default()
+        };
+        while let Some(p) = self.pending.front().copied() {
+            let b = BioSubmit {
+                op: p.op,
+                sector: p.sector,
+                nr_sectors: p.nr_sectors,
+                flags: p.flags,
+                ioprio: task.ioprio,
+                cgroup: task.cgroup,
+                pid: task.id,
+                cpu: task.cpu,
+                owner: BioOwner {
+                    task: task.id,
+                    tag: p.slot,
+                }
+                .token(),
+            };
+            let r = cx.with_block(|blk, env| {
+                blk.submit_bio(env, &b, if plugged { Some(&mut plug) } else { None })
+            });
+            match r {
+                SubmitResult::Taken => {
+                    self.pending.pop_front();
+                    if p.last {
+                        self.issued.push(p.slot);
+                    }
+                }
+                SubmitResult::Sleep => {
+                    task.sleep = Some(if cx.block.is_frozen() {
+                        SleepReason::Freeze
+                    } else {
+                        SleepReason::Tag
+                    });
+                    break;
+                }
+            }
+        }
+        if plugged {
+            cx.with_block(|b, env| b.finish_plug(env, &mut plug));
+            self.plug = plug;
+        }
+    }
+
+    /// Collect completed I/O units (`io_getevents`) and record them.
+    fn reap(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let now = cx.now;
+        if self.completed.is_empty() {
+            return;
+        }
+        let mut n = 0;
+        let mut i = 0;
+        while i < self.completed.len() {
+            let slot = self.completed[i];
+            let iou = self.ious[slot as usize];
+            if iou.done > now {
+                i += 1;
+                continue;
+            }
+            self.completed.swap_remove(i);
+            n += 1;
+            // fio stamps a completion when it reaps it (io_getevents returned),
+            // so time spent waiting for the task counts in clat, as in fio.
+            let reaped = now;
+            if self.stats_begun && reaped >= self.ramp_end {
+                let lat = reaped - iou.start;
+                match iou.ddir {
+                    Some(d) => {
+                        let slat = iou.issue - iou.start;
+                        let clat = reaped - iou.issue;
+                        let (slat, clat) = if self.kind == EngineKind::Sync {
+                            (None, lat)
+                        } else {
+                            (Some(slat), clat)
+                        };
+                        self.stats
+                            .record_io_at(d, iou.offset, iou.len, slat, clat, lat, reaped);
+                    }
+                    None => self.stats.record_sync(lat),
+                }
+            }
+            self.inflight -= 1;
+            self.free_slots.push(slot);
+        }
+        if n > 0 {
+            self.stats.record_complete(n);
+            // Reaping costs the task CPU time before it can submit again.
+            cx.block.cpu_begin(task.cpu, now);
+            cx.block.cpu_charge(costs::REAP_PER_IO_NS * n as u64);
+            let end = cx.block.cpu_end();
+            task.busy_until = task.busy_until.max(end);
+        }
+    }
+
+    fn finish(&mut self, now: Ns) {
+        self.phase = Phase::Done;
+        self.end = now;
+        if !self.stats_begun {
+            self.stats.begin(self.ramp_end.min(now));
+            self.stats_begun = true;
+        }
+        self.stats.end(now);
+    }
+
+    /// Split an I/O unit into bios of at most `max` sectors (bio splitting;
+    /// all but the last piece are REQ_NOMERGE, as the kernel marks split fronts).
+    fn split_into_pieces(&mut self, max: u64, slot: u32, io: IoUnit) {
+        let op = match io.ddir {
+            Ddir::Read => Op::Read,
+            Ddir::Write => Op::Write,
+            Ddir::Trim => Op::Discard,
+        };
+        let mut base_flags = 0;
+        if self.kind == EngineKind::Passthrough {
+            base_flags |= flags::PASSTHROUGH;
+        }
+        if op == Op::Write && self.spec.direct {
+            // O_DIRECT writes are REQ_SYNC | REQ_IDLE (iomap/blockdev direct I/O).
+            base_flags |= flags::SYNC;
+        }
+        let mut sector = io.offset / 512;
+        let mut left = io.len.div_ceil(512);
+        let mut n = 0;
+        while left > 0 {
+            let take = left.min(max);
+            left -= take;
+            let last = left == 0;
+            self.pending.push_back(Piece {
+                slot,
+                op,
+                sector,
+                nr_sectors: take as u32,
+                flags: if last {
+                    base_flags
+                } else {
+                    base_flags | flags::NOMERGE
+                },
+                last,
+            });
+            sector += take;
+            n += 1;
+        }
+        self.ious[slot as usize].pieces_left = n;
+    }
+}
