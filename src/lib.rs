@@ -13,6 +13,7 @@ pub mod cli;
 pub mod device;
 pub mod job;
 pub mod lab;
+pub mod machine;
 pub mod report;
 pub mod run;
 pub mod sched;

@@ -1,38 +1,48 @@
 //! Scenario tests of the `hdd` and `sata-ssd` device models: whole fio jobs
 //! through the block layer and a scheduler, measured as fio reports them.
 
-use elevator::block::knobs::QueueKnobs;
 use elevator::device::{load_profile, Profile};
-use elevator::job::{self, Ddir, JobFile};
+use elevator::job::Ddir;
 use elevator::report::RunReport;
-use elevator::run::{simulate, SimConfig, DEFAULT_SEED};
-use std::path::Path;
+use elevator::run::{JobSource, RunSpec};
 
-fn jobs(text: &str) -> JobFile {
-    job::parse_str(text, "test.fio", Path::new("."), &|_| None).expect("job file parses")
+/// A run on a profile the test built (not a built-in or a file).
+struct Cfg {
+    spec: RunSpec,
+    profile: Option<Profile>,
 }
 
-fn cfg_with(sched: &str, profile: Profile) -> SimConfig {
-    SimConfig {
-        scheduler: sched.into(),
-        profile,
-        knobs: QueueKnobs::default(),
-        iosched: Vec::new(),
-        seed: DEFAULT_SEED,
-        cpus: 2,
-        max_runtime: None,
-        switches: Vec::new(),
-        cpu_costs: Default::default(),
-        progress: None,
+impl Cfg {
+    fn set(mut self, name: &str, value: &str) -> Cfg {
+        self.spec = self.spec.set(name, value);
+        self
     }
 }
 
-fn cfg(sched: &str, device: &str) -> SimConfig {
-    cfg_with(sched, load_profile(device).unwrap())
+fn cfg_with(sched: &str, profile: Profile) -> Cfg {
+    Cfg {
+        spec: RunSpec::from_text("test.fio", "").scheduler(sched),
+        profile: Some(profile),
+    }
 }
 
-fn run(text: &str, c: SimConfig) -> RunReport {
-    simulate(&jobs(text), c).expect("simulation runs")
+fn cfg(sched: &str, device: &str) -> Cfg {
+    Cfg {
+        spec: RunSpec::from_text("test.fio", "")
+            .scheduler(sched)
+            .device(device),
+        profile: None,
+    }
+}
+
+fn run(text: &str, c: Cfg) -> RunReport {
+    let mut spec = c.spec;
+    spec.job = JobSource::text("test.fio", text);
+    match &c.profile {
+        Some(p) => elevator::run::run_on(&spec, p),
+        None => elevator::run::run(&spec),
+    }
+    .expect("simulation runs")
 }
 
 /// (ios, iops, mean latency ns, bytes/s) summed over jobs for one direction.
@@ -115,10 +125,8 @@ fn hdd_write_cache_absorbs_a_burst() {
     // 32 random writes, fewer than the cache holds, at depth 8.
     let text = "[global]\nioengine=libaio\ndirect=1\nrw=randwrite\nbs=4k\niodepth=8\n\
                 number_ios=32\nfilename=/dev/sda\n[j]\n";
-    let mut wb = cfg("none", "hdd");
-    wb.knobs.set("write_cache", "write back").unwrap();
-    let mut wt = cfg("none", "hdd");
-    wt.knobs.set("write_cache", "write through").unwrap();
+    let wb = cfg("none", "hdd").set("write_cache", "write back");
+    let wt = cfg("none", "hdd").set("write_cache", "write through");
     let (n_b, _, lat_b, _) = total(&run(text, wb), Ddir::Write);
     let (n_t, _, lat_t, _) = total(&run(text, wt), Ddir::Write);
     eprintln!(
@@ -140,8 +148,7 @@ fn hdd_fsync_waits_for_the_destage() {
     let text = "[global]\nioengine=libaio\ndirect=1\nrw=randwrite\nbs=4k\niodepth=1\n\
                 fsync=16\nnumber_ios=64\nfilename=/dev/sda\n[j]\n";
     let sync_mean = |wc: &str| {
-        let mut c = cfg("none", "hdd");
-        c.knobs.set("write_cache", wc).unwrap();
+        let c = cfg("none", "hdd").set("write_cache", wc);
         let rep = run(text, c);
         let s = &rep.jobs[0].stats.sync;
         assert!(s.samples >= 3, "{} syncs", s.samples);

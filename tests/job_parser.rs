@@ -7,12 +7,8 @@ use std::path::Path;
 use elevator::job::*;
 use proptest::prelude::*;
 
-fn no_env(_: &str) -> Option<String> {
-    None
-}
-
 fn parse(text: &str) -> JobFile {
-    match parse_str(text, "test.fio", Path::new("."), &no_env) {
+    match parse_str(text, "test.fio", Path::new("."), &Inputs::plain()) {
         Ok(f) => f,
         Err(e) => panic!("{e}"),
     }
@@ -135,7 +131,7 @@ fn seed_e4_command_line() {
     let line = "fio -rw=randwrite -bs=4k -size=100m -directory=/tmp -direct=1 -numjobs=50 \
                 -name=file1 -ioengine=libaio -group_reporting";
     let args: Vec<String> = line.split_whitespace().skip(1).map(String::from).collect();
-    let f = parse_args(&args, &no_env).unwrap();
+    let f = parse_args(&args, &Inputs::plain()).unwrap();
     assert_eq!(f.jobs.len(), 50);
     for (i, j) in f.jobs.iter().enumerate() {
         assert_eq!(j.name, "file1");
@@ -442,25 +438,25 @@ proptest! {
 
     #[test]
     fn never_panics_on_random_text(text in "\\PC{0,400}") {
-        let _ = parse_str(&text, "fuzz.fio", Path::new("/nonexistent"), &no_env);
+        let _ = parse_str(&text, "fuzz.fio", Path::new("/nonexistent"), &Inputs::plain());
     }
 
     #[test]
     fn never_panics_on_random_ini(text in job_text()) {
-        let _ = parse_str(&format!("[job]\n{text}"), "fuzz.fio", Path::new("/nonexistent"), &no_env);
+        let _ = parse_str(&format!("[job]\n{text}"), "fuzz.fio", Path::new("/nonexistent"), &Inputs::plain());
     }
 
     #[test]
     fn never_panics_on_random_args(args in prop::collection::vec("-{1,2}[a-z_]{0,12}(=\\PC{0,12})?", 0..10)) {
-        let _ = parse_args(&args, &no_env);
+        let _ = parse_args(&args, &Inputs::plain());
     }
 
     /// Parsing is deterministic: same input, same result.
     #[test]
     fn deterministic(text in job_text()) {
         let text = format!("[job]\n{text}");
-        let a = parse_str(&text, "d.fio", Path::new("/nonexistent"), &no_env);
-        let b = parse_str(&text, "d.fio", Path::new("/nonexistent"), &no_env);
+        let a = parse_str(&text, "d.fio", Path::new("/nonexistent"), &Inputs::plain());
+        let b = parse_str(&text, "d.fio", Path::new("/nonexistent"), &Inputs::plain());
         prop_assert_eq!(format!("{a:?}"), format!("{b:?}"));
     }
 }

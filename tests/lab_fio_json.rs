@@ -18,7 +18,11 @@ fn load(name: &str) -> (String, Value, JobFile) {
     let text = std::fs::read_to_string(format!("{DIR}/{name}.json")).expect("fixture");
     let doc: Value = serde_json::from_str(&text).expect("fixture is JSON");
     let env = |n: &str| (n == "DEV").then(|| "/dev/loop0".to_string());
-    let jf = job::parse_file(Path::new(&format!("{DIR}/{name}.fio")), &env).expect("job parses");
+    let inputs = job::Inputs {
+        env: &env,
+        ..job::Inputs::plain()
+    };
+    let jf = job::parse_file(Path::new(&format!("{DIR}/{name}.fio")), &inputs).expect("job parses");
     (text, doc, jf)
 }
 

@@ -274,6 +274,7 @@ fn run_writes_fio_logs() {
     let logs = dir.join("logs");
     let out = dir.join("out.json");
     let args: Vec<String> = [
+        "run",
         "--log-dir",
         logs.to_str().unwrap(),
         "--output",
@@ -285,7 +286,7 @@ fn run_writes_fio_logs() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    elevator::cli::cmd_run(&args).unwrap();
+    assert_eq!(elevator::cli::main_with_args(args), 0);
     let mut names: Vec<String> = std::fs::read_dir(&logs)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

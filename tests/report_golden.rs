@@ -88,6 +88,8 @@ fn meta() -> ElevatorMeta {
         ],
         seed: 42,
         switches: vec![],
+        spec: None,
+        warnings: Vec::new(),
     }
 }
 

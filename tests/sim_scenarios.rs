@@ -1,35 +1,21 @@
 //! Scenario tests of the simulation core: whole job files through the block
 //! layer, schedulers and device models.
 
-use elevator::block::knobs::QueueKnobs;
-use elevator::device::load_profile;
-use elevator::job::{self, Ddir, JobFile};
+use elevator::job::Ddir;
 use elevator::report::RunReport;
-use elevator::run::{simulate, SimConfig, DEFAULT_SEED};
+use elevator::run::{JobSource, RunSpec};
 use elevator::sim::time::NS_PER_SEC;
-use std::path::Path;
 
-fn jobs(text: &str) -> JobFile {
-    job::parse_str(text, "test.fio", Path::new("."), &|_| None).expect("job file parses")
+fn cfg(sched: &str, device: &str) -> RunSpec {
+    RunSpec::from_text("test.fio", "")
+        .scheduler(sched)
+        .device(device)
 }
 
-fn cfg(sched: &str, device: &str) -> SimConfig {
-    SimConfig {
-        scheduler: sched.into(),
-        profile: load_profile(device).unwrap(),
-        knobs: QueueKnobs::default(),
-        iosched: Vec::new(),
-        seed: DEFAULT_SEED,
-        cpus: 2,
-        max_runtime: None,
-        switches: Vec::new(),
-        cpu_costs: Default::default(),
-        progress: None,
-    }
-}
-
-fn run(text: &str, c: SimConfig) -> RunReport {
-    simulate(&jobs(text), c).expect("simulation runs")
+fn run(text: &str, c: RunSpec) -> RunReport {
+    let mut spec = c;
+    spec.job = JobSource::text("test.fio", text);
+    elevator::run::run(&spec).expect("simulation runs")
 }
 
 fn total(rep: &RunReport, d: Ddir) -> (u64, f64, f64) {
@@ -80,8 +66,7 @@ fn same_seed_same_bytes_other_seed_other_bytes() {
     let a = elevator::report::fio_json::to_string(&run(RANDREAD_QD32, cfg("mq-deadline", "nvme")));
     let b = elevator::report::fio_json::to_string(&run(RANDREAD_QD32, cfg("mq-deadline", "nvme")));
     assert_eq!(a, b);
-    let mut c2 = cfg("mq-deadline", "nvme");
-    c2.seed = 42;
+    let c2 = cfg("mq-deadline", "nvme").seed(42);
     let c = elevator::report::fio_json::to_string(&run(RANDREAD_QD32, c2));
     assert_ne!(a, c);
 }
@@ -92,14 +77,12 @@ fn requests_end_once_across_scheduler_switches() {
     // reads, and switches none -> mq-deadline -> deadline -> noop -> none.
     let text = "[global]\nioengine=libaio\ndirect=1\nbs=4k\niodepth=16\nruntime=2\ntime_based\nfilename=/dev/x\n\
                 [w]\nrw=randwrite\nfsync=8\n[r]\nrw=randread\n[seq]\nrw=write\nbs=16k\n";
-    let mut c = cfg("none", "nvme");
-    c.knobs.set("write_cache", "write back").unwrap();
-    c.switches = vec![
-        (NS_PER_SEC / 4, "mq-deadline".into()),
-        (NS_PER_SEC / 2, "deadline".into()),
-        (3 * NS_PER_SEC / 4, "noop".into()),
-        (NS_PER_SEC, "none".into()),
-    ];
+    let c = cfg("none", "nvme")
+        .set("write_cache", "write back")
+        .switch(NS_PER_SEC / 4, "mq-deadline")
+        .switch(NS_PER_SEC / 2, "deadline")
+        .switch(3 * NS_PER_SEC / 4, "noop")
+        .switch(NS_PER_SEC, "none");
     let rep = run(text, c);
     // simulate() asserts bios/requests complete exactly once; check work was done.
     let (w, _, _) = total(&rep, Ddir::Write);
@@ -127,12 +110,10 @@ fn sequential_writes_merge_unless_nomerges_2() {
     // 8 writers of 4 KiB sequential I/O at depth 32 through mq-deadline on a
     // small-queue device: requests wait in the scheduler and merge.
     let text = "[global]\nioengine=libaio\ndirect=1\nrw=write\nbs=4k\niodepth=32\niodepth_batch_submit=8\nruntime=1\ntime_based\nsize=64m\n[w]\nnumjobs=4\n";
-    let mut c = cfg("mq-deadline", "ram");
-    c.knobs.set("nr_requests", "256").unwrap();
+    let c = cfg("mq-deadline", "ram").set("nr_requests", "256");
     let merged = run(text, c);
     assert!(merged.disk_util[0].write_merges > 0, "expected merges");
-    let mut c = cfg("mq-deadline", "ram");
-    c.knobs.set("nomerges", "2").unwrap();
+    let c = cfg("mq-deadline", "ram").set("nomerges", "2");
     let unmerged = run(text, c);
     assert_eq!(unmerged.disk_util[0].write_merges, 0);
 }
@@ -143,8 +124,7 @@ fn nvme_throughput_saturates_and_latency_grows_with_depth() {
         let text = format!(
             "[global]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\niodepth={qd}\nruntime=1\ntime_based\nfilename=/dev/n\n[a]\n[b]\n"
         );
-        let mut c = cfg("none", "nvme");
-        c.max_runtime = Some(NS_PER_SEC / 2);
+        let c = cfg("none", "nvme").max_runtime(NS_PER_SEC / 2);
         let rep = run(&text, c);
         let (_, iops, lat) = total(&rep, Ddir::Read);
         (iops, lat)
@@ -183,8 +163,7 @@ fn tag_waiters_are_not_starved_when_jobs_outnumber_tags() {
     // E2 on the 32-tag SATA SSD without a scheduler: 48 I/Os want 32 tags.
     // Every writer must get its share (the paper measured ~3200 IOPS each).
     let text = std::fs::read_to_string("examples/e2-sata-ssd.fio").unwrap();
-    let mut c = cfg("none", "sata-ssd");
-    c.max_runtime = Some(3 * NS_PER_SEC);
+    let c = cfg("none", "sata-ssd").max_runtime(3 * NS_PER_SEC);
     let rep = run(&text, c);
     let writers: Vec<f64> = rep
         .jobs

@@ -88,7 +88,38 @@ impl Default for CpuCosts {
     }
 }
 
+impl SchedCost {
+    /// The same costs with `f` applied to each (a machine's CPU speed).
+    pub fn scaled(self, f: impl Fn(Ns) -> Ns) -> SchedCost {
+        SchedCost {
+            insert_ns: f(self.insert_ns),
+            dispatch_ns: f(self.dispatch_ns),
+            complete_ns: f(self.complete_ns),
+            merge_ns: f(self.merge_ns),
+            locked: self.locked,
+        }
+    }
+}
+
 impl CpuCosts {
+    /// The same costs with `f` applied to each (a machine's CPU speed).
+    pub fn scaled(&self, f: impl Fn(Ns) -> Ns) -> CpuCosts {
+        CpuCosts {
+            submit_ns: f(self.submit_ns),
+            driver_ns: f(self.driver_ns),
+            complete_ns: f(self.complete_ns),
+            lock_handoff_ns: f(self.lock_handoff_ns),
+            sched: self
+                .sched
+                .iter()
+                .map(|s| NamedSchedCost {
+                    name: s.name.clone(),
+                    cost: s.cost.scaled(&f),
+                })
+                .collect(),
+        }
+    }
+
     /// Hook costs for scheduler `name`: the profile's or `--set` entry, else
     /// `builtin` (the registry's figure).
     pub fn sched_cost(&self, name: &str, builtin: SchedCost) -> SchedCost {

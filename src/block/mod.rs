@@ -16,6 +16,7 @@ pub mod request;
 pub mod sysfs;
 
 use crate::cgroup::CgroupTable;
+use crate::machine::Machine;
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::time::{Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
@@ -228,6 +229,8 @@ pub struct BlockLayer {
     costs: CpuCosts,
     /// Hook costs of the attached elevator.
     sched_cost: SchedCost,
+    /// The machine (CPU speed scales the registry's hook costs at attach).
+    machine: Machine,
     /// Device submissions are handed over in non-decreasing time.
     dev_clock: Ns,
     /// The device limits budget (SCSI): read once, used on every dispatch.
@@ -262,17 +265,37 @@ impl ElvProps {
     }
 }
 
+/// How a queue is set up besides its device and first scheduler.
+#[derive(Clone, Debug)]
+pub struct QueueSetup {
+    /// The queue's sysfs knobs.
+    pub knobs: QueueKnobs,
+    /// `iosched/NAME=VALUE`, applied to every scheduler that has NAME.
+    pub iosched: Vec<(String, String)>,
+    pub cgroups: CgroupTable,
+    /// CPU costs for the reference core.
+    pub costs: CpuCosts,
+    /// The machine: its CPUs (software queues) and their speed.
+    pub machine: Machine,
+}
+
 impl BlockLayer {
-    /// Build the queue for `device` with the scheduler `scheduler` on `nr_cpus` CPUs.
+    /// Build the queue for `device` with the scheduler `scheduler`.
     pub fn new(
         device: Box<dyn Device>,
         scheduler: &'static ElevatorType,
-        nr_cpus: usize,
-        knobs: QueueKnobs,
-        iosched_settings: Vec<(String, String)>,
-        cgroups: CgroupTable,
-        costs: CpuCosts,
+        setup: QueueSetup,
     ) -> Result<BlockLayer, String> {
+        let QueueSetup {
+            knobs,
+            iosched: iosched_settings,
+            cgroups,
+            costs,
+            machine,
+        } = setup;
+        let nr_cpus = machine.cpus as usize;
+        // Costs are for the reference core; this machine's CPUs may differ.
+        let costs = costs.scaled(|ns| machine.scale_ns(ns));
         let mut dev = device;
         if let Some(wc) = knobs.write_cache {
             dev.set_write_cache(wc);
@@ -308,6 +331,7 @@ impl BlockLayer {
             cpu: CpuState::new(nr_cpus.max(1)),
             sched_cost: SchedCost::default(),
             costs,
+            machine,
             dev_clock: 0,
             dev_budget: limits.budget,
         };
@@ -381,7 +405,9 @@ impl BlockLayer {
         self.elv_type = t;
         self.elv_props = ElvProps::of(t);
         self.elv_generation = self.elv_generation.wrapping_add(1);
-        self.sched_cost = self.costs.sched_cost(t.name, t.cost);
+        let machine = &self.machine;
+        let builtin = t.cost.scaled(|ns| machine.scale_ns(ns));
+        self.sched_cost = self.costs.sched_cost(t.name, builtin);
         self.elv = elv;
         if let Some(e) = self.elv.as_mut() {
             e.init(&self.q);

@@ -97,6 +97,26 @@ pub fn builtin_profiles() -> Vec<Profile> {
         .collect()
 }
 
+/// A profile from its TOML text; `origin` names it in errors (a file name).
+pub fn from_text(text: &str, origin: &str) -> Result<Profile, String> {
+    parse(text, origin)
+}
+
+/// The built-in profile `name`.
+pub fn builtin(name: &str) -> Result<Profile, String> {
+    match BUILTIN.iter().find(|(n, _)| *n == name) {
+        Some((_, text)) => parse(text, &format!("built-in profile {name}")),
+        None => Err(format!(
+            "unknown built-in device '{name}' (built-in devices: {})",
+            BUILTIN
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
 /// A built-in profile by name, or a TOML file by path.
 pub fn load_profile(name_or_path: &str) -> Result<Profile, String> {
     if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {

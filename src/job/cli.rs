@@ -11,10 +11,11 @@
 
 use std::path::Path;
 
-use super::lexer::{error, lex, read_job_text, RawOpt, Section};
+use super::lexer::{error, lex, RawOpt, Section};
 use super::options::{lookup, suggest, Arg};
 use super::parse::Parser;
 use super::spec::{JobError, JobFile};
+use super::Inputs;
 
 pub(crate) const SOURCE: &str = "<command line>";
 
@@ -22,10 +23,7 @@ fn arg_error(option: Option<&str>, arg: &str, message: String) -> JobError {
     error(SOURCE, 0, option, format!("{message} (argument '{arg}')"))
 }
 
-pub(crate) fn parse_args(
-    args: &[String],
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<JobFile, JobError> {
+pub(crate) fn parse_args(args: &[String], inputs: &Inputs) -> Result<JobFile, JobError> {
     let mut sections: Vec<Section> = Vec::new();
     let mut files: Vec<&str> = Vec::new();
     let mut only_files = false;
@@ -124,20 +122,20 @@ pub(crate) fn parse_args(
         }
     }
 
-    let mut parser = Parser::new(env);
+    let mut parser = Parser::new(inputs);
     for sec in &sections {
         parser.section(sec, false)?;
     }
     for (idx, file) in files.iter().enumerate() {
         let path = Path::new(file);
-        let text = read_job_text(path)
+        let text = (inputs.read)(path)
             .map_err(|e| error(file, 0, None, format!("cannot read job file: {e}")))?;
         let base = path.parent().unwrap_or(Path::new(""));
         if idx > 0 {
             parser.reset_globals();
         }
         let mut first_job = idx > 0;
-        for sec in lex(&text, file, base)? {
+        for sec in lex(&text, file, base, inputs.read)? {
             let stonewall = first_job && !sec.is_global();
             if stonewall {
                 first_job = false;

@@ -71,9 +71,14 @@ pub(crate) fn read_job_text(path: &Path) -> Result<String, String> {
 }
 
 /// Split job-file text into sections.
-pub(crate) fn lex(text: &str, source: &str, base_dir: &Path) -> Result<Vec<Section>, JobError> {
+pub(crate) fn lex(
+    text: &str,
+    source: &str,
+    base_dir: &Path,
+    read: &dyn Fn(&Path) -> Result<String, String>,
+) -> Result<Vec<Section>, JobError> {
     let mut sections = Vec::new();
-    lex_into(text, source, base_dir, 0, &mut sections)?;
+    lex_into(text, source, base_dir, read, 0, &mut sections)?;
     Ok(sections)
 }
 
@@ -88,6 +93,7 @@ fn lex_into(
     text: &str,
     source: &str,
     base_dir: &Path,
+    read: &dyn Fn(&Path) -> Result<String, String>,
     depth: u32,
     sections: &mut Vec<Section>,
 ) -> Result<(), JobError> {
@@ -166,7 +172,7 @@ fn lex_into(
             } else {
                 base_dir.join(rest)
             };
-            let inc_text = read_job_text(&path).map_err(|e| {
+            let inc_text = read(&path).map_err(|e| {
                 error(
                     source,
                     line_no,
@@ -176,7 +182,7 @@ fn lex_into(
             })?;
             let inc_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
             let inc_name = path.display().to_string();
-            lex_into(&inc_text, &inc_name, &inc_dir, depth + 1, sections)?;
+            lex_into(&inc_text, &inc_name, &inc_dir, read, depth + 1, sections)?;
             continue;
         }
         let (key, value) = match line.split_once('=') {
@@ -229,7 +235,7 @@ mod tests {
     use super::*;
 
     fn lexed(text: &str) -> Result<Vec<Section>, JobError> {
-        lex(text, "t.fio", Path::new("/nonexistent"))
+        lex(text, "t.fio", Path::new("/nonexistent"), &read_job_text)
     }
 
     #[test]

@@ -578,23 +578,32 @@ fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The closest known option name (or alias) within edit distance 2.
-pub(crate) fn suggest(name: &str) -> Option<&'static str> {
+/// The closest of `candidates` to `name` within edit distance 2 (case
+/// ignored), for "did you mean" suggestions.
+pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     // Very long names cannot be within distance 2 of any option; skip the work.
     if name.len() > 64 {
         return None;
     }
     let lower = name.to_ascii_lowercase();
-    let mut best: Option<(usize, &'static str)> = None;
-    for o in OPTIONS {
-        for cand in std::iter::once(&o.name).chain(o.aliases.iter()) {
-            let d = distance(&lower, cand);
-            if d <= 2 && best.is_none_or(|(bd, _)| d < bd) {
-                best = Some((d, cand));
-            }
+    let mut best: Option<(usize, &'a str)> = None;
+    for cand in candidates {
+        let d = distance(&lower, cand);
+        if d <= 2 && best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, cand));
         }
     }
     best.map(|(_, n)| n)
+}
+
+/// The closest known option name (or alias) within edit distance 2.
+pub(crate) fn suggest(name: &str) -> Option<&'static str> {
+    nearest(
+        name,
+        OPTIONS
+            .iter()
+            .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied())),
+    )
 }
 
 /// fio's engine names, classified by how the model can run them.

@@ -12,6 +12,8 @@ use super::units::{
     eval_expression, parse_float, parse_percent, parse_signed, parse_size, parse_time_ns,
     split_top_level, Unit, SIZE_HINT,
 };
+use super::Inputs;
+use crate::machine::Machine;
 
 /// fio's limit on the number of jobs (`FIO_MAX_JOBS`).
 pub(crate) const MAX_JOBS: usize = 4096;
@@ -25,12 +27,9 @@ const MAX_CPU: u64 = 4095;
 const NS_PER_SEC: u64 = 1_000_000_000;
 const NS_PER_US: u64 = 1_000;
 
-/// Values for fio's reserved keywords. The simulator models a machine rather
-/// than reading the host, so these are fixed (overridable through the `env`
-/// lookup with `ELEVATOR_MB_MEMORY` / `ELEVATOR_NCPUS`) to stay deterministic.
+/// fio's `$pagesize` (x86-64 pages). `$ncpus` and `$mb_memory` come from the
+/// simulated machine, not the host, so results stay deterministic.
 pub(crate) const PAGESIZE: u64 = 4096;
-pub(crate) const DEFAULT_MB_MEMORY: u64 = 16384;
-pub(crate) const DEFAULT_NCPUS: u64 = 8;
 
 const RW_HINT: &str =
     "expected one of: read, write, trim, randread, randwrite, randtrim, rw, readwrite, randrw, trimwrite, randtrimwrite";
@@ -108,6 +107,7 @@ impl Builder {
 /// Parses sections in order, keeping fio's global state between them.
 pub(crate) struct Parser<'e> {
     env: &'e dyn Fn(&str) -> Option<String>,
+    machine: &'e Machine,
     global: Builder,
     jobs: Vec<JobSpec>,
     global_options: Vec<(String, String)>,
@@ -118,9 +118,10 @@ pub(crate) struct Parser<'e> {
 }
 
 impl<'e> Parser<'e> {
-    pub(crate) fn new(env: &'e dyn Fn(&str) -> Option<String>) -> Parser<'e> {
+    pub(crate) fn new(inputs: &Inputs<'e>) -> Parser<'e> {
         Parser {
-            env,
+            env: inputs.env,
+            machine: inputs.machine,
             global: Builder::new(),
             jobs: Vec::new(),
             global_options: Vec::new(),
@@ -265,7 +266,19 @@ impl<'e> Parser<'e> {
             }
             return Ok(());
         };
-        set(b, key, def, value.as_deref().map(str::trim)).map_err(fail)
+        set(b, key, def, value.as_deref().map(str::trim)).map_err(fail)?;
+        if key == Key::CpusAllowed {
+            // fio: "CPU %d too large (max=%ld)" against the configured CPUs.
+            let top = b.spec.cpus_allowed.as_ref().and_then(|l| l.last().copied());
+            if let Some(cpu) = top.filter(|&c| c >= self.machine.cpus) {
+                return Err(fail(format!(
+                    "CPU {cpu} too large (max={}): the simulated machine has {} CPUs (--cpus sets them)",
+                    self.machine.cpus - 1,
+                    self.machine.cpus
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// `${VAR}` from the environment (undefined → empty), then fio's
@@ -289,16 +302,10 @@ impl<'e> Parser<'e> {
         if !out.contains('$') {
             return out;
         }
-        let num = |var: &str, default: u64| {
-            (self.env)(var)
-                .and_then(|s| s.trim().parse::<u64>().ok())
-                .unwrap_or(default)
-                .to_string()
-        };
         let replaced = out
             .replace("$pagesize", &PAGESIZE.to_string())
-            .replace("$mb_memory", &num("ELEVATOR_MB_MEMORY", DEFAULT_MB_MEMORY))
-            .replace("$ncpus", &num("ELEVATOR_NCPUS", DEFAULT_NCPUS));
+            .replace("$mb_memory", &self.machine.mb_memory().to_string())
+            .replace("$ncpus", &self.machine.cpus.to_string());
         if replaced == out {
             return out;
         }

@@ -7,12 +7,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::*;
 
-fn no_env(_: &str) -> Option<String> {
-    None
-}
+/// An 8-CPU machine, so job files may name CPUs up to 7.
+const EIGHT_CPUS: crate::machine::Machine = crate::machine::Machine {
+    cpus: 8,
+    ..crate::machine::Machine::DEFAULT
+};
 
 fn parse(text: &str) -> Result<JobFile, JobError> {
-    parse_str(text, "test.fio", Path::new("/nonexistent"), &no_env)
+    let inputs = Inputs {
+        machine: &EIGHT_CPUS,
+        ..Inputs::plain()
+    };
+    parse_str(text, "test.fio", Path::new("/nonexistent"), &inputs)
 }
 
 fn ok(text: &str) -> JobFile {
@@ -164,7 +170,7 @@ fn structural_errors() {
 #[test]
 fn missing_file() {
     let path = temp_dir("missing").join("does-not-exist.fio");
-    let e = parse_file(&path, &no_env).unwrap_err();
+    let e = parse_file(&path, &Inputs::plain()).unwrap_err();
     assert_eq!(e.file, path.display().to_string());
     assert_eq!(e.line, 0);
     assert!(e.message.contains("cannot read job file"), "{e}");
@@ -176,7 +182,7 @@ fn include_errors() {
     std::fs::write(dir.join("sect.fio"), "bs=8k\n[sneaky]\n").unwrap();
     std::fs::write(dir.join("bad.fio"), "\n\nbs=8q\n").unwrap();
     std::fs::write(dir.join("loop.fio"), "include loop.fio\n").unwrap();
-    let p = |t: &str| parse_str(t, "main.fio", &dir, &no_env).unwrap_err();
+    let p = |t: &str| parse_str(t, "main.fio", &dir, &Inputs::plain()).unwrap_err();
 
     let e = p("[job]\ninclude nope.fio\n");
     assert_eq!(
@@ -413,6 +419,24 @@ fn rw_modifiers_and_mix() {
 }
 
 #[test]
+fn cpus_beyond_the_machine_are_refused_as_fio_does() {
+    let e = err("[j]\ncpus_allowed=0-8\n");
+    assert_eq!(e.option.as_deref(), Some("cpus_allowed"));
+    assert!(
+        e.message.contains("CPU 8 too large (max=7)"),
+        "{}",
+        e.message
+    );
+    let two = parse_str(
+        "[j]\ncpus_allowed=1\n",
+        "t.fio",
+        Path::new("."),
+        &Inputs::plain(),
+    );
+    assert!(two.is_ok(), "CPU 1 exists on the default 2-CPU machine");
+}
+
+#[test]
 fn other_modelled_options() {
     let f = ok("[j]\nfilename=/dev/sda:/dev/sd\\:x\nnrfiles=8\ndirectory=/tmp\ncgroup=grp\ncgroup_weight=500\n\
                 prio=3\nprioclass=2\ncpus_allowed=0-3,6\npercentile_list=99:99.9:99.99\nclat_percentiles=0\n\
@@ -585,18 +609,22 @@ fn numjobs_and_groups() {
 
 #[test]
 fn env_and_keywords() {
-    let vars: HashMap<&str, &str> = [
-        ("SIZE", "64m"),
-        ("NUMJOBS", "4"),
-        ("DEV", "sdb"),
-        ("ELEVATOR_NCPUS", "16"),
-    ]
-    .into_iter()
-    .collect();
+    let vars: HashMap<&str, &str> = [("SIZE", "64m"), ("NUMJOBS", "4"), ("DEV", "sdb")]
+        .into_iter()
+        .collect();
     let env = |k: &str| vars.get(k).map(|v| v.to_string());
     let text = "[job]\nsize=${SIZE}\nnumjobs=${NUMJOBS}\nfilename=/dev/${DEV}${UNDEFINED}\n\
                 iodepth=$ncpus\nbs=(2*$pagesize)\nio_size=2*$mb_memory\n";
-    let f = parse_str(text, "env.fio", Path::new("."), &env).unwrap();
+    let machine = crate::machine::Machine {
+        cpus: 16,
+        ..Default::default()
+    };
+    let inputs = Inputs {
+        env: &env,
+        machine: &machine,
+        ..Inputs::plain()
+    };
+    let f = parse_str(text, "env.fio", Path::new("."), &inputs).unwrap();
     let j = &f.jobs[0];
     assert_eq!(j.size, Some(SizeSpec::Bytes(64 << 20)));
     assert_eq!(f.jobs.len(), 4);
@@ -610,7 +638,7 @@ fn env_and_keywords() {
         .job_options
         .contains(&("size".to_string(), "64m".to_string())));
     // An undefined variable expands to nothing.
-    let e = parse_str("[j]\nsize=${NOPE}\n", "env.fio", Path::new("."), &env).unwrap_err();
+    let e = parse_str("[j]\nsize=${NOPE}\n", "env.fio", Path::new("."), &inputs).unwrap_err();
     assert_eq!(e.option.as_deref(), Some("size"));
 }
 
@@ -628,7 +656,7 @@ fn includes_splice_options_into_their_section() {
     std::fs::write(dir.join("test.fio"), "ioengine=libaio\niodepth=4\n").unwrap();
     let main = "[global]\nfilename=/tmp/test\ninclude glob.fio\n[test]\nrw=randread\ninclude test.fio\n[other]\n";
     std::fs::write(dir.join("main.fio"), main).unwrap();
-    let f = parse_file(&dir.join("main.fio"), &no_env).unwrap();
+    let f = parse_file(&dir.join("main.fio"), &Inputs::plain()).unwrap();
     let (t, o) = (&f.jobs[0], &f.jobs[1]);
     assert!(t.group_reporting && o.group_reporting);
     assert_eq!(t.bs[0], BlockSizes::Fixed(8192));
@@ -656,7 +684,7 @@ fn command_line_seed_e4() {
         "-ioengine=libaio",
         "-group_reporting",
     ]);
-    let f = parse_args(&a, &no_env).unwrap();
+    let f = parse_args(&a, &Inputs::plain()).unwrap();
     assert_eq!(f.source, "<command line>");
     assert_eq!(f.jobs.len(), 50);
     for (i, j) in f.jobs.iter().enumerate() {
@@ -722,7 +750,7 @@ fn command_line_forms() {
         "--time_based",
         "--runtime=30",
     ]);
-    let f = parse_args(&a, &no_env).unwrap();
+    let f = parse_args(&a, &Inputs::plain()).unwrap();
     assert_eq!(f.jobs.len(), 2);
     assert!(f
         .jobs
@@ -732,32 +760,36 @@ fn command_line_forms() {
     assert!(f.jobs[1].time_based);
     assert_eq!(f.jobs[1].runtime, Some(30 * SEC));
     // A bare boolean is true and does not swallow the next option.
-    let f = parse_args(&args(&["--name=j", "--direct", "--bs=16k"]), &no_env).unwrap();
+    let f = parse_args(
+        &args(&["--name=j", "--direct", "--bs=16k"]),
+        &Inputs::plain(),
+    )
+    .unwrap();
     assert!(f.jobs[0].direct);
     assert_eq!(f.jobs[0].bs[0], BlockSizes::Fixed(16384));
 }
 
 #[test]
 fn command_line_errors() {
-    let e = parse_args(&args(&["--name=j", "--iodpeth=4"]), &no_env).unwrap_err();
+    let e = parse_args(&args(&["--name=j", "--iodpeth=4"]), &Inputs::plain()).unwrap_err();
     assert_eq!(
         (e.file.as_str(), e.line, e.option.as_deref()),
         ("<command line>", 0, Some("iodpeth"))
     );
     assert!(e.message.contains("did you mean 'iodepth'"), "{e}");
     assert!(e.message.contains("--iodpeth=4"), "{e}");
-    let e = parse_args(&args(&["--name=j", "-bs=4x"]), &no_env).unwrap_err();
+    let e = parse_args(&args(&["--name=j", "-bs=4x"]), &Inputs::plain()).unwrap_err();
     assert_eq!((e.line, e.option.as_deref()), (0, Some("bs")));
     assert!(e.message.contains("-bs=4x"), "{e}");
-    let e = parse_args(&args(&["--name=j", "--bs"]), &no_env).unwrap_err();
+    let e = parse_args(&args(&["--name=j", "--bs"]), &Inputs::plain()).unwrap_err();
     assert!(e.message.contains("needs a value"), "{e}");
-    let e = parse_args(&args(&["--name="]), &no_env).unwrap_err();
+    let e = parse_args(&args(&["--name="]), &Inputs::plain()).unwrap_err();
     assert_eq!(e.option.as_deref(), Some("name"));
-    let e = parse_args(&args(&["--output=x.json"]), &no_env).unwrap_err();
+    let e = parse_args(&args(&["--output=x.json"]), &Inputs::plain()).unwrap_err();
     assert_eq!(e.option.as_deref(), Some("output"));
-    let e = parse_args(&args(&["--rw=read"]), &no_env).unwrap_err();
+    let e = parse_args(&args(&["--rw=read"]), &Inputs::plain()).unwrap_err();
     assert!(e.message.contains("no jobs"), "{e}");
-    let e = parse_args(&args(&["/nonexistent/dir/job.fio"]), &no_env).unwrap_err();
+    let e = parse_args(&args(&["/nonexistent/dir/job.fio"]), &Inputs::plain()).unwrap_err();
     assert_eq!((e.file.as_str(), e.line), ("/nonexistent/dir/job.fio", 0));
 }
 
@@ -774,7 +806,7 @@ fn command_line_job_files() {
         "--name=cli".to_string(),
         two.display().to_string(),
     ];
-    let f = parse_args(&a, &no_env).unwrap();
+    let f = parse_args(&a, &Inputs::plain()).unwrap();
     let s: Vec<_> = f
         .jobs
         .iter()

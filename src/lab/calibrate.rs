@@ -23,11 +23,11 @@ use crate::block::driver::QueueLimits;
 use crate::device::nvme::NvmeParams;
 use crate::device::ram::RamParams;
 use crate::device::Profile;
-use crate::job::{self, Ddir};
+use crate::job::Ddir;
 use crate::report::table::{group_rows, num};
+use crate::run::JobSource;
 use crate::sim::time::{Ns, NS_PER_MS, NS_PER_SEC};
 use std::fmt::Write;
-use std::path::Path;
 use std::time::Duration;
 
 /// One probe job.
@@ -384,16 +384,14 @@ impl Fitter {
     fn simulate_probe(&mut self, params: &Params, p: &Probe) -> Point {
         self.evaluations += 1;
         let text = p.job("/dev/calibrate", self.sim_time);
-        let Ok(jf) = job::parse_str(&text, p.name, Path::new("."), &|_| None) else {
-            return Point::default();
-        };
+        let job = JobSource::text(p.name, &text);
         let s = SimSettings {
             profile: profile("fit", &self.queue, params, self.cpu.as_ref()),
             sets: Vec::new(),
             max_runtime: None,
             cpus: self.cpus,
         };
-        match simulate_with(&jf, "none", &s) {
+        match simulate_with(&job, "none", &s) {
             Ok(r) => Point::of(&r),
             Err(_) => Point::default(),
         }
@@ -1074,7 +1072,13 @@ mod tests {
     fn probe_jobs_parse() {
         for p in PROBES {
             let text = p.job("/dev/x", 1500 * NS_PER_MS);
-            let jf = job::parse_str(&text, p.name, Path::new("."), &|_| None).unwrap();
+            let jf = crate::job::parse_str(
+                &text,
+                p.name,
+                std::path::Path::new("."),
+                &crate::job::Inputs::plain(),
+            )
+            .unwrap();
             assert_eq!(jf.jobs.len(), p.jobs as usize);
             assert_eq!(jf.jobs[0].iodepth, p.qd);
             assert_eq!(jf.jobs[0].runtime, Some(1500 * NS_PER_MS));

@@ -5,7 +5,7 @@
 //! `--max-runtime`. Everything else is passed through verbatim, so fio reads
 //! the job exactly as the user wrote it.
 
-use crate::cli::parse_duration;
+use crate::sim::time::parse_duration;
 use crate::sim::time::{Ns, NS_PER_MS, NS_PER_SEC};
 use std::path::Path;
 
@@ -82,7 +82,12 @@ pub fn parse_for_device(path: &Path, device: &str) -> Result<crate::job::JobFile
     );
     let env = |n: &str| std::env::var(n).ok();
     let base = path.parent().unwrap_or(Path::new(""));
-    crate::job::parse_str(&text, &path.display().to_string(), base, &env).map_err(|e| e.to_string())
+    let inputs = crate::job::Inputs {
+        env: &env,
+        ..crate::job::Inputs::plain()
+    };
+    crate::job::parse_str(&text, &path.display().to_string(), base, &inputs)
+        .map_err(|e| e.to_string())
 }
 
 /// What to change in the job file.

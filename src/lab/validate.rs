@@ -8,12 +8,11 @@
 
 use super::runner::LabResult;
 use crate::block::knobs::QUEUE_KNOBS;
-use crate::cli::{self, RunOptions};
 use crate::device::Profile;
-use crate::job::{Ddir, JobFile};
+use crate::job::Ddir;
 use crate::report::table::{align, dir_name, group_rows, num, GroupRow, Stat};
 use crate::report::RunReport;
-use crate::run::simulate;
+use crate::run::{self, JobSource, RunSpec};
 use crate::sched;
 use crate::sim::time::Ns;
 use serde_json::{json, Value};
@@ -49,36 +48,20 @@ pub fn sets_for(scheduler: &str, sets: &[(String, String)]) -> Vec<(String, Stri
         .collect()
 }
 
-/// Simulate a job file with one scheduler.
-pub fn simulate_with(jf: &JobFile, scheduler: &str, s: &SimSettings) -> Result<RunReport, String> {
-    let o = RunOptions {
-        scheduler: scheduler.to_string(),
-        sets: sets_for(scheduler, &s.sets),
-        max_runtime: s.max_runtime,
-        cpus: s.cpus.max(1),
-        progress: false,
-        ..RunOptions::default()
-    };
-    let mut cfg = cli::sim_config(&o).map_err(|e| e.message)?;
-    cfg.profile = s.profile.clone();
-    // The CPU costs come from this profile (sim_config took the built-in
-    // one's), with `--set cpu/...` applied on top as `run` does.
-    cfg.cpu_costs = s.profile.cpu.clone().unwrap_or_default();
-    for (k, v) in &o.sets {
-        if let Some(name) = k.strip_prefix("cpu/") {
-            match name.split_once('.') {
-                Some((sched_name, field)) => {
-                    let t = sched::find(sched_name)?;
-                    cfg.cpu_costs.set_sched(t.name, field, v, t.cost)?
-                }
-                None => cfg.cpu_costs.set(name, v)?,
-            }
-        }
+/// Simulate `job` with one scheduler on the settings' profile.
+pub fn simulate_with(
+    job: &JobSource,
+    scheduler: &str,
+    s: &SimSettings,
+) -> Result<RunReport, String> {
+    let mut spec = RunSpec::new(job.clone()).scheduler(scheduler);
+    spec.device.name = s.profile.name.clone();
+    spec.machine.cpus = s.cpus.clamp(1, crate::machine::MAX_CPUS as usize) as u32;
+    spec.max_runtime_ns = s.max_runtime;
+    for (k, v) in sets_for(scheduler, &s.sets) {
+        spec = spec.set(&k, &v);
     }
-    cfg.progress = None;
-    let mut r = simulate(jf, cfg)?;
-    r.elevator.device = s.profile.name.clone();
-    Ok(r)
+    run::run_on(&spec, &s.profile).map_err(|e| e.to_string())
 }
 
 /// CPUs of this machine (the simulator's `--cpus` for lab comparisons).

@@ -23,6 +23,34 @@ pub enum J {
     Str(String),
     Obj(Vec<(String, J)>),
     Arr(Vec<J>),
+    /// Only in elevator's own object (fio's JSON has no booleans or nulls).
+    Bool(bool),
+    Null,
+    /// A number printed exactly as given (a float that must round-trip).
+    Num(String),
+}
+
+impl J {
+    /// A serde value as a tree: numbers keep their exact text.
+    pub fn from_value(v: &serde_json::Value) -> J {
+        use serde_json::Value;
+        match v {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => J::UInt(u),
+                (None, Some(i)) => J::Int(i),
+                _ => J::Num(n.to_string()),
+            },
+            Value::String(s) => J::Str(s.clone()),
+            Value::Array(a) => J::Arr(a.iter().map(J::from_value).collect()),
+            Value::Object(o) => J::Obj(
+                o.iter()
+                    .map(|(k, v)| (k.clone(), J::from_value(v)))
+                    .collect(),
+            ),
+        }
+    }
 }
 
 /// Ordered object builder.
@@ -133,6 +161,9 @@ fn print_value(out: &mut String, j: &J, level: usize) {
             escape(out, s);
             out.push('"');
         }
+        J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        J::Null => out.push_str("null"),
+        J::Num(n) => out.push_str(n),
         J::Obj(pairs) => {
             out.push_str("{\n");
             for (i, (k, v)) in pairs.iter().enumerate() {
@@ -182,6 +213,9 @@ fn to_value(j: &J) -> serde_json::Value {
             Value::Object(m)
         }
         J::Arr(vals) => Value::Array(vals.iter().map(to_value).collect()),
+        J::Bool(b) => Value::Bool(*b),
+        J::Null => Value::Null,
+        J::Num(n) => serde_json::from_str(n).unwrap_or(Value::Null),
     }
 }
 
@@ -270,6 +304,16 @@ fn elevator_json(report: &RunReport) -> J {
         .collect();
     if !not_modelled.is_empty() {
         o.val("not_modelled", J::Arr(not_modelled));
+    }
+    if !m.warnings.is_empty() {
+        o.val(
+            "warnings",
+            J::Arr(m.warnings.iter().map(|w| J::Str(w.clone())).collect()),
+        );
+    }
+    if let Some(spec) = &m.spec {
+        // The run's description, so `elevator run --spec` can repeat it.
+        o.val("spec", J::from_value(spec));
     }
     o.done()
 }

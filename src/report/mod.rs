@@ -55,6 +55,11 @@ pub struct ElevatorMeta {
     pub seed: u64,
     /// Scheduler switches `(at_ns, name)`.
     pub switches: Vec<(Ns, String)>,
+    /// The run's full description (a `RunSpec` as JSON) for a simulation,
+    /// so the result can be re-run (`elevator run --spec`).
+    pub spec: Option<serde_json::Value>,
+    /// What the user should know about the run (a switch that failed...).
+    pub warnings: Vec<String>,
 }
 
 /// A whole run, ready to print.

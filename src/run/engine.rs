@@ -4,18 +4,21 @@
 //! armed — then delivers completions and wake-ups to their tasks and steps
 //! the tasks that can act, until every job is done.
 
-use crate::block::cpu::CpuCosts;
-use crate::block::knobs::QueueKnobs;
+use super::settings::{self, Settings};
+use super::{scheduler, Error, InputError, Progress, RunSpec};
+use crate::block::elevator::ElevatorType;
 use crate::block::request::IoPrio;
-use crate::block::{BioDone, BlockLayer, Env};
+use crate::block::{BioDone, BlockLayer, Env, QueueSetup};
 use crate::cgroup::{CgroupTable, IOPRIO_DEFAULT_LEVEL};
 use crate::device::{self, Profile};
 use crate::job::{EngineKind, IoPrioClass, JobFile};
+use crate::machine::Machine;
 use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport};
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::rng::stream_seed;
 use crate::sim::time::Ns;
 use crate::stats::JobStats;
+use crate::task::costs::SyscallCosts;
 use crate::task::fio::{FioJob, Phase};
 use crate::task::{BioOwner, Task, TaskCx, TaskKind};
 use crate::workload::{self, Generator, RateLimiter};
@@ -23,27 +26,78 @@ use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// fio's default random seed (FIO_RANDSEED in fio.h).
-pub const DEFAULT_SEED: u64 = 0xb189_9bed;
-
-/// Everything a simulation run needs besides the job file.
+/// A run spec resolved: names looked up, texts parsed, settings sorted.
 #[derive(Clone, Debug)]
-pub struct SimConfig {
-    pub scheduler: String,
+pub struct Config {
+    pub scheduler: &'static ElevatorType,
     pub profile: Profile,
-    pub knobs: QueueKnobs,
-    /// `iosched/NAME=VALUE` settings.
-    pub iosched: Vec<(String, String)>,
+    pub settings: Settings,
     pub seed: u64,
-    pub cpus: usize,
+    pub machine: Machine,
     /// Caps every job's simulated time.
     pub max_runtime: Option<Ns>,
-    /// Scheduler switches `(at, name)`, sorted by time.
-    pub switches: Vec<(Ns, String)>,
-    /// CPU costs of the I/O path (the profile's `[cpu]` table, `--set cpu/...`).
-    pub cpu_costs: CpuCosts,
-    /// Called now and then with (simulated now, horizon if known).
-    pub progress: Option<fn(Ns, Option<Ns>)>,
+    /// Scheduler switches, in time order.
+    pub switches: Vec<(Ns, &'static ElevatorType)>,
+}
+
+impl Config {
+    /// Resolve `spec` (whose job is `jobfile`) on the device `profile`.
+    pub fn resolve_on(
+        spec: &RunSpec,
+        jobfile: &JobFile,
+        profile: Profile,
+    ) -> Result<Config, Error> {
+        let first = scheduler("scheduler", &spec.scheduler)?;
+        let mut switches = Vec::with_capacity(spec.switches.len());
+        for sw in &spec.switches {
+            switches.push((sw.at_ns, scheduler("switch", &sw.scheduler)?));
+        }
+        switches.sort_by_key(|(t, _)| *t);
+        let mut all = vec![first];
+        all.extend(switches.iter().map(|(_, t)| *t));
+        let settings = settings::interpret(
+            &spec.settings,
+            profile.cpu.clone().unwrap_or_default(),
+            &all,
+        )?;
+        if !matches!(spec.cgroup_version, 1 | 2) {
+            return Err(InputError::new(
+                "cgroup_version",
+                format!("expected 1 or 2, got {}", spec.cgroup_version),
+            )
+            .into());
+        }
+        for j in &jobfile.jobs {
+            if j.time_based && j.runtime.is_none() && spec.max_runtime_ns.is_none() {
+                return Err(InputError::new(
+                    "time_based",
+                    format!(
+                        "job '{}': time_based without runtime= never ends; set runtime= or pass --max-runtime",
+                        j.name
+                    ),
+                )
+                .into());
+            }
+        }
+        Ok(Config {
+            scheduler: first,
+            profile,
+            settings,
+            seed: spec.seed,
+            machine: spec.machine.clone(),
+            max_runtime: spec.max_runtime_ns,
+            switches,
+        })
+    }
+}
+
+fn input(message: String) -> Error {
+    Error::Input(InputError {
+        file: None,
+        line: None,
+        option: None,
+        message,
+    })
 }
 
 /// One simulation run.
@@ -56,8 +110,8 @@ pub struct Simulation {
     events: EventQueue,
     done: Vec<BioDone>,
     woken: Vec<u32>,
-    switches: Vec<(Ns, String)>,
-    cfg: SimConfig,
+    switches: Vec<(Ns, &'static ElevatorType)>,
+    cfg: Config,
     now: Ns,
     disk_name: String,
     global_options: Vec<(String, String)>,
@@ -89,11 +143,8 @@ fn job_ioprio(prioclass: Option<IoPrioClass>, prio: Option<u8>) -> IoPrio {
 }
 
 impl Simulation {
-    pub fn new(jobfile: &JobFile, cfg: SimConfig) -> Result<Simulation, String> {
-        if jobfile.jobs.is_empty() {
-            return Err(format!("{}: no jobs defined", jobfile.source));
-        }
-        let dev = device::build(&cfg.profile, stream_seed(cfg.seed, 0xdead))?;
+    pub fn new(jobfile: &JobFile, cfg: Config) -> Result<Simulation, Error> {
+        let dev = device::build(&cfg.profile, stream_seed(cfg.seed, 0xdead)).map_err(input)?;
         let mut cgroups = CgroupTable::default();
         let cg_ids: Vec<u16> = jobfile
             .jobs
@@ -103,20 +154,21 @@ impl Simulation {
                 None => 0,
             })
             .collect();
-        let cpus = cfg.cpus.max(1);
-        let scheduler = crate::sched::find_simulated(&cfg.scheduler)?;
+        let cpus = cfg.machine.cpus as usize;
         let block = BlockLayer::new(
             dev,
-            scheduler,
-            cpus,
-            cfg.knobs.clone(),
-            cfg.iosched.clone(),
-            cgroups,
-            cfg.cpu_costs.clone(),
-        )?;
-        // Every iosched/ setting must belong to some scheduler of this run.
-        check_iosched(&cfg)?;
-        let layouts = workload::layout(&jobfile.jobs, block.capacity())?;
+            cfg.scheduler,
+            QueueSetup {
+                knobs: cfg.settings.knobs.clone(),
+                iosched: cfg.settings.iosched.clone(),
+                cgroups,
+                costs: cfg.settings.cpu_costs.clone(),
+                machine: cfg.machine.clone(),
+            },
+        )
+        .map_err(input)?;
+        let layouts = workload::layout(&jobfile.jobs, block.capacity()).map_err(input)?;
+        let syscalls = SyscallCosts::on(&cfg.machine);
         let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, 0x5eed));
         let mut jobs = Vec::with_capacity(jobfile.jobs.len());
         let mut tasks = Vec::with_capacity(jobfile.jobs.len());
@@ -127,7 +179,7 @@ impl Simulation {
             let gen = if modelled {
                 Some(
                     Generator::new(spec, &layouts[i], seed)
-                        .map_err(|e| format!("job '{}': {e}", spec.name))?,
+                        .map_err(|e| input(format!("job '{}': {e}", spec.name)))?,
                 )
             } else {
                 None
@@ -137,12 +189,6 @@ impl Simulation {
             } else {
                 None
             };
-            if spec.time_based && spec.runtime.is_none() && cfg.max_runtime.is_none() {
-                return Err(format!(
-                    "job '{}': time_based without runtime= never ends; set runtime= or pass --max-runtime",
-                    spec.name
-                ));
-            }
             let cpu = match &spec.cpus_allowed {
                 Some(list) if !list.is_empty() => {
                     (list[spec.clone_index as usize % list.len()] as usize % cpus) as u16
@@ -152,13 +198,19 @@ impl Simulation {
             let (lo, hi) = spec.startdelay;
             let delay = if hi > lo { rng.gen_range(lo..=hi) } else { lo };
             let stats = if modelled {
-                JobStats::with_logs(spec).map_err(|e| format!("job '{}': {e}", spec.name))?
+                JobStats::with_logs(spec).map_err(|e| input(format!("job '{}': {e}", spec.name)))?
             } else {
                 JobStats::new(spec)
             };
             let ioprio = job_ioprio(spec.prioclass, spec.prio);
-            tasks.push(Task::new(i as u32, TaskKind::FioJob, cpu, cg_ids[i], ioprio));
-            jobs.push(FioJob::new(spec, gen, rate, stats, delay));
+            tasks.push(Task::new(
+                i as u32,
+                TaskKind::FioJob,
+                cpu,
+                cg_ids[i],
+                ioprio,
+            ));
+            jobs.push(FioJob::new(spec, gen, rate, stats, delay, syscalls));
         }
         let disk_name = jobfile
             .jobs
@@ -205,7 +257,11 @@ impl Simulation {
             woken: &mut self.woken,
             ready: &mut self.to_step,
         };
-        (&mut self.tasks[id as usize], &mut self.jobs[id as usize], cx)
+        (
+            &mut self.tasks[id as usize],
+            &mut self.jobs[id as usize],
+            cx,
+        )
     }
 
     /// Start every waiting job whose predecessors (for stonewalls) are done.
@@ -242,7 +298,7 @@ impl Simulation {
     }
 
     /// Run to the end and build the report.
-    pub fn run(mut self) -> Result<RunReport, String> {
+    pub fn run(mut self, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, Error> {
         let mut counter: u64 = 0;
         while let Some((t, ev)) = self.events.pop() {
             debug_assert!(t >= self.now, "time went backwards");
@@ -271,7 +327,7 @@ impl Simulation {
                     self.with_block(t, |b, env| b.elv_timer(env, generation, tok));
                 }
                 Event::Switch(i) => {
-                    let target = crate::sched::find_simulated(&self.switches[i as usize].1)?;
+                    let target = self.switches[i as usize].1;
                     self.with_block(t, |b, env| b.request_switch(env, target));
                 }
             }
@@ -281,9 +337,10 @@ impl Simulation {
             }
             counter += 1;
             if counter & 0xffff == 0 {
-                if let Some(p) = self.cfg.progress {
-                    p(self.now, self.horizon());
-                }
+                progress(Progress {
+                    now: self.now,
+                    horizon: self.horizon(),
+                });
             }
         }
         self.finish()
@@ -347,15 +404,15 @@ impl Simulation {
         }
     }
 
-    fn finish(mut self) -> Result<RunReport, String> {
+    fn finish(mut self) -> Result<RunReport, Error> {
         let end = self.now;
         self.block.disk.settle(end);
         for (j, job) in self.jobs.iter().enumerate() {
             if matches!(job.phase, Phase::Running | Phase::Draining | Phase::Waiting) {
-                return Err(format!(
-                    "internal: job {j} ('{}') never finished",
+                return Err(Error::Internal(format!(
+                    "job {j} ('{}') never finished",
                     job.spec.name
-                ));
+                )));
             }
         }
         let inv = &self.block.inv;
@@ -451,10 +508,6 @@ impl Simulation {
                 spec: j.spec,
             })
             .collect();
-        let timestamp = std::env::var("SOURCE_DATE_EPOCH")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
         Ok(RunReport {
             global_options: self.global_options,
             jobs,
@@ -462,46 +515,20 @@ impl Simulation {
             elevator: ElevatorMeta {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 mode: "simulation".into(),
-                scheduler: self.cfg.scheduler.clone(),
+                scheduler: self.cfg.scheduler.name.to_string(),
                 device: self.cfg.profile.name.clone(),
                 knobs,
                 seed: self.cfg.seed,
-                switches: self.cfg.switches.clone(),
+                switches: self
+                    .cfg
+                    .switches
+                    .iter()
+                    .map(|(at, t)| (*at, t.name.to_string()))
+                    .collect(),
+                spec: None,
+                warnings: std::mem::take(&mut self.block.warnings),
             },
-            timestamp,
+            timestamp: 0,
         })
     }
-}
-
-fn check_iosched(cfg: &SimConfig) -> Result<(), String> {
-    if cfg.iosched.is_empty() {
-        return Ok(());
-    }
-    let mut names: Vec<String> = vec![cfg.scheduler.clone()];
-    names.extend(cfg.switches.iter().map(|(_, n)| n.clone()));
-    let mut known: Vec<&'static str> = Vec::new();
-    for n in &names {
-        known.extend(crate::sched::tunable_names(crate::sched::find_simulated(
-            n,
-        )?));
-    }
-    for (k, _) in &cfg.iosched {
-        if !known.contains(&k.as_str()) {
-            return Err(format!(
-                "iosched/{k}: no scheduler of this run ({}) has this tunable{}",
-                names.join(", "),
-                if known.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (known: {})", known.join(", "))
-                }
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Simulate a job file.
-pub fn simulate(jobfile: &JobFile, cfg: SimConfig) -> Result<RunReport, String> {
-    Simulation::new(jobfile, cfg)?.run()
 }

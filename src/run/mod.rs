@@ -1,6 +1,252 @@
-//! Running a simulation: the event loop that ties tasks, the block layer,
-//! the scheduler and the device together.
+//! The library entry: [`run`] takes a [`RunSpec`] — everything a simulation
+//! needs, as data — and returns the [`RunReport`] fio's formats print. No
+//! environment reads, no terminal output and no files besides the logs a job
+//! asks for (in the spec's log directory) happen in here: warnings go into
+//! the report and progress goes to a closure.
+//!
+//! Stages: the spec is checked and resolved (job files parsed from the
+//! spec's own copies, the device profile read, settings sorted, schedulers
+//! looked up in the registry), then the event loop (`engine`) runs it.
 
 pub mod engine;
+pub mod settings;
+pub mod spec;
 
-pub use engine::{simulate, SimConfig, DEFAULT_SEED};
+pub use spec::{DeviceSource, JobSource, RunSpec, Setting, Switch, DEFAULT_SEED};
+
+use crate::block::elevator::ElevatorType;
+use crate::device::{self, Profile};
+use crate::job::{self, EngineKind, JobError, JobFile};
+use crate::report::RunReport;
+use crate::sched;
+use crate::sim::time::Ns;
+use std::path::Path;
+
+/// Bad input, with where it came from when known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputError {
+    /// The file (job file, profile) the problem is in.
+    pub file: Option<String>,
+    /// 1-based line in `file`.
+    pub line: Option<u32>,
+    /// The option, setting or field at fault.
+    pub option: Option<String>,
+    pub message: String,
+}
+
+impl InputError {
+    pub fn new(option: &str, message: impl Into<String>) -> InputError {
+        InputError {
+            file: None,
+            line: None,
+            option: Some(option.to_string()),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) if line > 0 => write!(f, "{file}:{line}: ")?,
+            (Some(file), _) => write!(f, "{file}: ")?,
+            _ => {}
+        }
+        match &self.option {
+            Some(o) if self.file.is_some() => write!(f, "option '{o}': ")?,
+            Some(o) => write!(f, "{o}: ")?,
+            None => {}
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+impl From<JobError> for InputError {
+    fn from(e: JobError) -> InputError {
+        InputError {
+            file: Some(e.file),
+            line: Some(e.line),
+            option: e.option,
+            message: e.message,
+        }
+    }
+}
+
+/// Why a run did not produce a report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The job, the device profile, a setting or the spec is wrong.
+    Input(InputError),
+    /// No job of the file can be modelled (network, exec, ... engines).
+    NotModelled(String),
+    /// The simulation broke one of its own invariants: a bug in elevator.
+    Internal(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Input(e) => write!(f, "{e}"),
+            Error::NotModelled(source) => write!(f, "{source}: no job can be modelled"),
+            Error::Internal(m) => write!(f, "internal error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<InputError> for Error {
+    fn from(e: InputError) -> Error {
+        Error::Input(e)
+    }
+}
+
+impl From<JobError> for Error {
+    fn from(e: JobError) -> Error {
+        Error::Input(e.into())
+    }
+}
+
+/// How far a run is: simulated time now, and its end when every job has a
+/// time limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub now: Ns,
+    pub horizon: Option<Ns>,
+}
+
+/// Run a simulation.
+pub fn run(spec: &RunSpec) -> Result<RunReport, Error> {
+    run_with_progress(spec, &mut |_| {})
+}
+
+/// Run a simulation, calling `progress` now and then.
+pub fn run_with_progress(
+    spec: &RunSpec,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<RunReport, Error> {
+    let jobfile = parse_job(spec)?;
+    let plan = engine::Config::resolve_on(spec, &jobfile, load_device(&spec.device)?)?;
+    let sim = engine::Simulation::new(&jobfile, plan)?;
+    let mut report = sim.run(progress)?;
+    report.elevator.spec =
+        Some(serde_json::to_value(spec).map_err(|e| Error::Internal(e.to_string()))?);
+    report.timestamp = spec.timestamp;
+    Ok(report)
+}
+
+/// Run `spec` on `profile` instead of the device the spec names: for the
+/// lab's calibration, which tries many fitted profiles. The report carries
+/// no spec (the profile is not in it).
+pub fn run_on(spec: &RunSpec, profile: &Profile) -> Result<RunReport, Error> {
+    let jobfile = parse_job(spec)?;
+    let plan = engine::Config::resolve_on(spec, &jobfile, profile.clone())?;
+    let sim = engine::Simulation::new(&jobfile, plan)?;
+    let mut report = sim.run(&mut |_| {})?;
+    report.timestamp = spec.timestamp;
+    Ok(report)
+}
+
+/// Parse the spec's job (its files and environment, never the disk's) on its
+/// machine, and give every job the log directory.
+pub fn parse_job(spec: &RunSpec) -> Result<JobFile, Error> {
+    spec.machine
+        .validate()
+        .map_err(|e| InputError::new("machine", e))?;
+    let files = &spec.job.files;
+    let read = |p: &Path| -> Result<String, String> {
+        let key = p.display().to_string();
+        files
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| format!("'{key}' is not among the run spec's job files"))
+    };
+    let env = |n: &str| spec.job.env.get(n).cloned();
+    let inputs = job::Inputs {
+        read: &read,
+        env: &env,
+        machine: &spec.machine,
+    };
+    let mut jf = job::parse_args(&spec.job.args, &inputs)?;
+    if jf.jobs.is_empty() {
+        return Err(InputError::new("job", format!("{}: no jobs defined", jf.source)).into());
+    }
+    if jf
+        .jobs
+        .iter()
+        .all(|j| j.ioengine.kind == EngineKind::NotModelled)
+    {
+        let source = spec
+            .job
+            .args
+            .iter()
+            .find(|a| !a.starts_with('-') || *a == "-")
+            .cloned()
+            .unwrap_or_else(|| jf.source.clone());
+        return Err(Error::NotModelled(source));
+    }
+    for j in &mut jf.jobs {
+        let logs =
+            j.write_lat_log.is_some() || j.write_bw_log.is_some() || j.write_iops_log.is_some();
+        match &spec.log_dir {
+            Some(dir) => j.log_dir = Some(dir.into()),
+            None if logs && j.ioengine.kind != EngineKind::NotModelled => {
+                return Err(InputError::new(
+                    "log_dir",
+                    format!(
+                        "job '{}' writes logs (write_lat_log/write_bw_log/write_iops_log) but the run has no log directory",
+                        j.name
+                    ),
+                )
+                .into())
+            }
+            None => {}
+        }
+    }
+    Ok(jf)
+}
+
+/// The device profile a spec names: its own TOML, or a built-in profile.
+pub fn load_device(src: &DeviceSource) -> Result<Profile, Error> {
+    let p = match &src.profile {
+        Some(text) => device::profile::from_text(text, &src.name),
+        None => device::profile::builtin(&src.name),
+    };
+    p.map_err(|e| InputError::new("device", e).into())
+}
+
+/// A scheduler of the run by name; it must be simulated.
+pub(crate) fn scheduler(option: &str, name: &str) -> Result<&'static ElevatorType, Error> {
+    sched::find_simulated(name).map_err(|e| InputError::new(option, e).into())
+}
+
+/// Run several specs side by side on up to `threads` threads; results come
+/// back in the order of `specs` (each run is deterministic on its own).
+pub fn run_many(specs: &[RunSpec], threads: usize) -> Vec<Result<RunReport, Error>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let results: Mutex<Vec<Option<Result<RunReport, Error>>>> =
+        Mutex::new((0..specs.len()).map(|_| None).collect());
+    let next = AtomicUsize::new(0);
+    let workers = threads.clamp(1, specs.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(spec) = specs.get(i) else {
+                    break;
+                };
+                let r = run(spec);
+                results.lock().expect("results")[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("results")
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| Err(Error::Internal("a run of run_many did not finish".into())))
+        })
+        .collect()
+}

@@ -1,16 +1,47 @@
 //! CPU time of the I/O engines' system calls, as the task experiences it.
-//! Model assumptions (not kernel constants): typical figures for a modern
-//! x86 core; they set fio's slat and bound a single job's submission rate.
+//! Model assumptions (not kernel constants): typical figures for a ~2.4 GHz
+//! x86 core (the reference core of every CPU cost here); they set fio's slat
+//! and bound a single job's submission rate. A machine's `cpu_speed` scales
+//! them.
 
+use crate::machine::Machine;
 use crate::sim::time::Ns;
 
-/// `pread`/`pwrite` entry to bio submission for sync engines.
-pub const SYNC_SUBMIT_NS: Ns = 1_000;
-/// `io_submit`/`io_uring_enter` fixed cost per call.
-pub const AIO_SUBMIT_BASE_NS: Ns = 600;
-/// Additional cost per I/O in one submit call.
-pub const AIO_SUBMIT_PER_IO_NS: Ns = 300;
-/// fio's null engine per call.
-pub const NULL_SUBMIT_NS: Ns = 200;
-/// `io_getevents` (or the sync call's return) and fio's completion accounting per I/O.
-pub const REAP_PER_IO_NS: Ns = 300;
+/// The system-call costs a fio job pays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyscallCosts {
+    /// `pread`/`pwrite` entry to bio submission for sync engines.
+    pub sync_submit_ns: Ns,
+    /// `io_submit`/`io_uring_enter` fixed cost per call.
+    pub aio_submit_base_ns: Ns,
+    /// Additional cost per I/O in one submit call.
+    pub aio_submit_per_io_ns: Ns,
+    /// fio's null engine per call.
+    pub null_submit_ns: Ns,
+    /// `io_getevents` (or the sync call's return) and fio's completion
+    /// accounting per I/O.
+    pub reap_per_io_ns: Ns,
+}
+
+impl SyscallCosts {
+    /// On the reference core.
+    pub const REFERENCE: SyscallCosts = SyscallCosts {
+        sync_submit_ns: 1_000,
+        aio_submit_base_ns: 600,
+        aio_submit_per_io_ns: 300,
+        null_submit_ns: 200,
+        reap_per_io_ns: 300,
+    };
+
+    /// On `machine`'s CPUs.
+    pub fn on(machine: &Machine) -> SyscallCosts {
+        let r = SyscallCosts::REFERENCE;
+        SyscallCosts {
+            sync_submit_ns: machine.scale_ns(r.sync_submit_ns),
+            aio_submit_base_ns: machine.scale_ns(r.aio_submit_base_ns),
+            aio_submit_per_io_ns: machine.scale_ns(r.aio_submit_per_io_ns),
+            null_submit_ns: machine.scale_ns(r.null_submit_ns),
+            reap_per_io_ns: machine.scale_ns(r.reap_per_io_ns),
+        }
+    }
+}

@@ -5,7 +5,7 @@
 //! when the block layer has no tag. It records fio's statistics as fio does:
 //! slat from preparation to the end of the submit call, clat to the reap.
 
-use super::costs;
+use super::costs::SyscallCosts;
 use super::{BioOwner, SleepReason, Task, TaskCx};
 use crate::block::request::{flags, Op};
 use crate::block::{BioDone, BioSubmit, Plug, SubmitResult};
@@ -62,6 +62,8 @@ pub struct FioJob {
     rate: Option<RateLimiter>,
     pub stats: JobStats,
     pub kind: EngineKind,
+    /// What its system calls cost on this machine.
+    costs: SyscallCosts,
     depth: u32,
     pub phase: Phase,
     /// Start time (before it starts: its start delay).
@@ -102,6 +104,7 @@ impl FioJob {
         rate: Option<RateLimiter>,
         stats: JobStats,
         start_delay: Ns,
+        costs: SyscallCosts,
     ) -> FioJob {
         let kind = spec.ioengine.kind;
         let depth = match kind {
@@ -114,6 +117,7 @@ impl FioJob {
             rate,
             stats,
             kind,
+            costs,
             depth,
             phase: if kind == EngineKind::NotModelled {
                 Phase::Skipped
@@ -209,7 +213,7 @@ impl FioJob {
         if !self.pending.is_empty() {
             // Woken from a tag/freeze sleep: go on with the interrupted submission.
             cx.block.cpu_begin(task.cpu, now);
-            cx.block.cpu_charge(costs::AIO_SUBMIT_PER_IO_NS);
+            cx.block.cpu_charge(self.costs.aio_submit_per_io_ns);
             self.submit_pending(task, cx, false);
             self.end_call(task, cx);
             if !task.blocked() {
@@ -348,9 +352,11 @@ impl FioJob {
     fn commit(&mut self, task: &mut Task, cx: &mut TaskCx, batch: &[u32]) {
         let now = cx.now;
         let cost = match self.kind {
-            EngineKind::Sync => costs::SYNC_SUBMIT_NS,
-            EngineKind::Null => costs::NULL_SUBMIT_NS,
-            _ => costs::AIO_SUBMIT_BASE_NS + costs::AIO_SUBMIT_PER_IO_NS * batch.len() as u64,
+            EngineKind::Sync => self.costs.sync_submit_ns,
+            EngineKind::Null => self.costs.null_submit_ns,
+            _ => {
+                self.costs.aio_submit_base_ns + self.costs.aio_submit_per_io_ns * batch.len() as u64
+            }
         };
         for &slot in batch {
             if self.ious[slot as usize].ddir.is_none() {
@@ -508,7 +514,7 @@ impl FioJob {
             self.stats.record_complete(n);
             // Reaping costs the task CPU time before it can submit again.
             cx.block.cpu_begin(task.cpu, now);
-            cx.block.cpu_charge(costs::REAP_PER_IO_NS * n as u64);
+            cx.block.cpu_charge(self.costs.reap_per_io_ns * n as u64);
             let end = cx.block.cpu_end();
             task.busy_until = task.busy_until.max(end);
         }

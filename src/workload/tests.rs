@@ -723,7 +723,13 @@ fn zoned_spec(rw: &str, dist: &str) -> JobSpec {
     let text = format!(
         "[z]\nrw={rw}\nrandom_distribution={dist}\nfilename=/dev/x\ntime_based\nruntime=1\n"
     );
-    let f = crate::job::parse_str(&text, "t", std::path::Path::new(""), &|_| None).unwrap();
+    let f = crate::job::parse_str(
+        &text,
+        "t",
+        std::path::Path::new(""),
+        &crate::job::Inputs::plain(),
+    )
+    .unwrap();
     f.jobs[0].clone()
 }
 
