@@ -11,14 +11,14 @@ pub mod knobs;
 mod merge;
 pub mod request;
 
-use crate::cgroup::CgroupTable;
+use crate::cgroup::{CgroupTable, IoPrio};
 use crate::device::{Device, DeviceCmd, DeviceOut, Submit};
 use crate::sched::{self, Elevator, QueueInfo, SchedCtx};
 use crate::sim::event::{Event, EventQueue};
 use crate::sim::time::{Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
-use request::{flags, IoPrio, Op, Request, RequestArena, RqId, NIL};
+use request::{flags, Op, Request, RequestArena, RqId, NIL};
 use std::collections::VecDeque;
 
 /// BLK_MQ_RESOURCE_DELAY: re-run a queue 3 ms after a resource shortage or a

@@ -1,7 +1,7 @@
 //! Requests and the arena that holds them. Requests are named by index
 //! (`RqId`) and recycled through a free list, so the hot path never allocates.
 
-use crate::job::IoPrioClass;
+use crate::cgroup::IoPrio;
 use crate::sim::time::Ns;
 
 /// Index of a request in the arena.
@@ -54,13 +54,6 @@ pub mod flags {
     pub const ELV_INSERTED: u32 = 1 << 8;
     /// Holds a driver tag.
     pub const DRIVER_TAG: u32 = 1 << 9;
-}
-
-/// I/O priority: class and level (0..7), as `ioprio_set` takes them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct IoPrio {
-    pub class: IoPrioClass,
-    pub level: u8,
 }
 
 /// A block request (`struct request`), possibly made of several bios.

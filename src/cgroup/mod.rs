@@ -1,7 +1,9 @@
 //! cgroups and I/O priority classes. Weights keep both interface generations'
 //! names: v1 `blkio.weight` / `blkio.bfq.weight`, v2 `io.weight` / `io.bfq.weight`.
 
-pub use crate::job::IoPrioClass;
+pub mod ioprio;
+
+pub use ioprio::{IoPrio, IoPrioClass, IOPRIO_DEFAULT_LEVEL, IOPRIO_NR_LEVELS};
 
 /// Default cgroup weight (CGROUP_WEIGHT_DFL in v2, CFQ_WEIGHT_DEFAULT... 500 in v1
 /// blkio; fio's `cgroup_weight` accepts 100..1000).
@@ -54,10 +56,6 @@ impl CgroupTable {
         (self.groups.len() - 1) as u16
     }
 }
-
-/// The kernel's default priority level for a task without an explicit ioprio:
-/// derived from its nice value, `(nice + 20) / 5`, i.e. 4 for nice 0.
-pub const IOPRIO_DEFAULT_LEVEL: u8 = 4;
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::*;
+use crate::cgroup::IoPrioClass;
 
 fn no_env(_: &str) -> Option<String> {
     None

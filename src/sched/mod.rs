@@ -10,7 +10,7 @@ pub mod sort_tree;
 pub mod testing;
 
 use crate::block::request::{Op, RequestArena, RqId};
-use crate::cgroup::CgroupTable;
+use crate::cgroup::{CgroupTable, IoPrio};
 use crate::sim::time::{self, Ns};
 
 /// Queue facts a scheduler may read (sysfs `queue/` values in effect).
@@ -35,7 +35,7 @@ pub struct BioInfo {
     pub sector: u64,
     pub nr_sectors: u32,
     pub flags: u32,
-    pub ioprio: crate::block::request::IoPrio,
+    pub ioprio: IoPrio,
     pub cgroup: u16,
     pub pid: u32,
     pub cpu: u16,

@@ -3,8 +3,8 @@
 //! prepare → insert → dispatch → finish, request merges) at chosen times.
 
 use super::{BioInfo, Elevator, QueueInfo, SchedCtx};
-use crate::block::request::{flags, IoPrio, Op, RequestArena, RqId};
-use crate::cgroup::{CgroupTable, IoPrioClass};
+use crate::block::request::{flags, Op, RequestArena, RqId};
+use crate::cgroup::{CgroupTable, IoPrio, IoPrioClass};
 use crate::sim::time::{Ns, NS_PER_MS};
 
 pub struct Harness<E: Elevator> {

@@ -7,11 +7,11 @@ use super::event::{Event, EventQueue};
 use super::time::Ns;
 use crate::block::cpu::CpuCosts;
 use crate::block::knobs::QueueKnobs;
-use crate::block::request::{flags, IoPrio, Op};
+use crate::block::request::{flags, Op};
 use crate::block::{BioDone, BioSubmit, BlockLayer, Env, Plug, SubmitResult};
-use crate::cgroup::{CgroupTable, IOPRIO_DEFAULT_LEVEL};
+use crate::cgroup::{CgroupTable, IoPrio};
 use crate::device::{self, Profile};
-use crate::job::{Ddir, EngineKind, IoPrioClass, JobFile, JobSpec};
+use crate::job::{Ddir, EngineKind, JobFile, JobSpec};
 use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport};
 use crate::stats::JobStats;
 use crate::workload::{self, Generator, IoUnit, RateLimiter};
@@ -202,21 +202,7 @@ impl Simulation {
                 }
                 _ => (i % cpus) as u16,
             };
-            let ioprio = match (spec.prioclass, spec.prio) {
-                (Some(c), p) => IoPrio {
-                    class: c,
-                    level: p.unwrap_or(IOPRIO_DEFAULT_LEVEL),
-                },
-                // fio's prio= alone sets a best-effort level.
-                (None, Some(p)) => IoPrio {
-                    class: IoPrioClass::Be,
-                    level: p,
-                },
-                (None, None) => IoPrio {
-                    class: IoPrioClass::None,
-                    level: IOPRIO_DEFAULT_LEVEL,
-                },
-            };
+            let ioprio = IoPrio::from_fio(spec.prioclass, spec.prio);
             let depth = match kind {
                 EngineKind::Sync => 1,
                 _ => spec.iodepth.max(1),
