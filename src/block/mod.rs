@@ -11,7 +11,7 @@ pub mod knobs;
 mod merge;
 pub mod request;
 
-use crate::cgroup::{CgroupTable, IoPrio};
+use crate::cgroup::{CgroupTree, IoPrio};
 use crate::device::{Device, DeviceCmd, DeviceOut, Submit};
 use crate::sched::{self, Elevator, QueueInfo, SchedCtx};
 use crate::sim::event::{Event, EventQueue};
@@ -204,7 +204,7 @@ pub struct BlockLayer {
     pending_switch: Option<String>,
     freeze_waiters: Vec<u32>,
     timers: Vec<(Ns, u64)>,
-    cgroups: CgroupTable,
+    cgroups: CgroupTree,
     /// `iosched/NAME=VALUE` settings applied to every scheduler that has NAME.
     iosched_settings: Vec<(String, String)>,
     pub disk: DiskCounters,
@@ -253,7 +253,7 @@ impl BlockLayer {
         nr_cpus: usize,
         knobs: QueueKnobs,
         iosched_settings: Vec<(String, String)>,
-        cgroups: CgroupTable,
+        cgroups: CgroupTree,
         costs: CpuCosts,
     ) -> Result<BlockLayer, String> {
         let mut dev = device;

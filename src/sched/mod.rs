@@ -10,7 +10,7 @@ pub mod sort_tree;
 pub mod testing;
 
 use crate::block::request::{Op, RequestArena, RqId};
-use crate::cgroup::{CgroupTable, IoPrio};
+use crate::cgroup::{CgroupTree, IoPrio};
 use crate::sim::time::{self, Ns};
 
 /// Queue facts a scheduler may read (sysfs `queue/` values in effect).
@@ -73,7 +73,7 @@ pub struct SchedCtx<'a> {
     pub now: Ns,
     pub rqs: &'a mut RequestArena,
     pub q: &'a QueueInfo,
-    pub cgroups: &'a CgroupTable,
+    pub cgroups: &'a CgroupTree,
     /// Timers the scheduler armed during this call: (fire time, token).
     pub timers: &'a mut Vec<(Ns, u64)>,
     /// Set when the scheduler wants the hardware queues run (e.g. idle timer fired).

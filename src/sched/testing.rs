@@ -4,14 +4,14 @@
 
 use super::{BioInfo, Elevator, QueueInfo, SchedCtx};
 use crate::block::request::{flags, Op, RequestArena, RqId};
-use crate::cgroup::{CgroupTable, IoPrio, IoPrioClass};
+use crate::cgroup::{CgroupTree, IoPrio, IoPrioClass};
 use crate::sim::time::{Ns, NS_PER_MS};
 
 pub struct Harness<E: Elevator> {
     pub sched: E,
     pub rqs: RequestArena,
     pub q: QueueInfo,
-    pub cgroups: CgroupTable,
+    pub cgroups: CgroupTree,
     pub timers: Vec<(Ns, u64)>,
     pub now: Ns,
     /// Dispatched, not yet finished.
@@ -39,7 +39,7 @@ impl<E: Elevator> Harness<E> {
             sched,
             rqs: RequestArena::new(),
             q,
-            cgroups: CgroupTable::default(),
+            cgroups: CgroupTree::default(),
             timers: Vec::new(),
             now: 0,
             inflight: Vec::new(),

@@ -9,7 +9,7 @@ use crate::block::cpu::CpuCosts;
 use crate::block::knobs::QueueKnobs;
 use crate::block::request::{flags, Op};
 use crate::block::{BioDone, BioSubmit, BlockLayer, Env, Plug, SubmitResult};
-use crate::cgroup::{CgroupTable, IoPrio};
+use crate::cgroup::{CgroupTree, IoPrio};
 use crate::device::{self, Profile};
 use crate::job::{Ddir, EngineKind, JobFile, JobSpec};
 use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport};
@@ -148,15 +148,13 @@ impl Simulation {
             return Err(format!("{}: no jobs defined", jobfile.source));
         }
         let dev = device::build(&cfg.profile, stream_seed(cfg.seed, 0xdead))?;
-        let mut cgroups = CgroupTable::default();
-        let cg_ids: Vec<u16> = jobfile
-            .jobs
-            .iter()
-            .map(|j| match &j.cgroup {
-                Some(name) => cgroups.get_or_create(name, j.cgroup_weight),
-                None => 0,
+        let mut cgroups = CgroupTree::default();
+        let cg_ids = (jobfile.jobs.iter())
+            .map(|j| {
+                (cgroups.join_fio(j.cgroup.as_deref(), j.cgroup_weight))
+                    .map_err(|e| format!("job '{}': {e}", j.name))
             })
-            .collect();
+            .collect::<Result<Vec<u16>, String>>()?;
         let cpus = cfg.cpus.max(1);
         let block = BlockLayer::new(
             dev,
