@@ -267,6 +267,15 @@ impl WeightFile {
         }
     }
 
+    /// The text that sets a group's weight to `w` (`N` for v1's `write_u64`
+    /// files, `default N` for v2's).
+    pub fn default_write(&self, w: u32) -> String {
+        match self.syntax {
+            WriteSyntax::U64 => w.to_string(),
+            WriteSyntax::BfqDfl | WriteSyntax::IoCost => format!("default {w}"),
+        }
+    }
+
     /// The forms a write may take, for messages.
     pub fn forms(&self) -> &'static str {
         match self.syntax {
@@ -600,6 +609,16 @@ mod tests {
         for bad in ["", "abc", "default", "+1", "8:0", "8:0 x", "x:0 1"] {
             assert_eq!(p(bad), Err(Invalid), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn default_writes_parse_back() {
+        for f in WEIGHT_FILES {
+            let text = f.default_write(300);
+            assert_eq!(f.parse(&text), Ok(Dfl(300)), "{}: {text}", f.name);
+        }
+        assert_eq!(BLKIO_BFQ_WEIGHT.default_write(300), "300");
+        assert_eq!(IO_BFQ_WEIGHT.default_write(300), "default 300");
     }
 
     #[test]
