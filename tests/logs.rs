@@ -12,7 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
-use elevator::job::{Ddir, IoPrioClass, JobSpec};
+use elevator::cgroup::IoPrioClass;
+use elevator::job::{Ddir, JobSpec};
 use elevator::stats::JobStats;
 
 const MS: u64 = 1_000_000;

@@ -19,10 +19,9 @@
 
 use super::cpu::SchedCost;
 use super::legacy::DispatchList;
-use super::request::IoPrio;
 use super::request::{Op, RequestArena, RqId};
 use super::sysfs;
-use crate::cgroup::CgroupTable;
+use crate::cgroup::{CgroupTree, IoPrio};
 use crate::sim::time::{self, Ns};
 
 /// Queue facts a scheduler may read (sysfs `queue/` values in effect and the
@@ -151,7 +150,7 @@ pub struct SchedCtx<'a> {
     pub now: Ns,
     pub rqs: &'a mut RequestArena,
     pub q: &'a QueueInfo,
-    pub cgroups: &'a CgroupTable,
+    pub cgroups: &'a CgroupTree,
     timers: &'a mut Vec<(Ns, u64)>,
     runs: &'a mut RunRequests,
     /// The legacy core's dispatch list (`q->queue_head`), during legacy dispatch.
@@ -163,7 +162,7 @@ impl<'a> SchedCtx<'a> {
         now: Ns,
         rqs: &'a mut RequestArena,
         q: &'a QueueInfo,
-        cgroups: &'a CgroupTable,
+        cgroups: &'a CgroupTree,
         timers: &'a mut Vec<(Ns, u64)>,
         runs: &'a mut RunRequests,
     ) -> SchedCtx<'a> {

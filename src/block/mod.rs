@@ -15,7 +15,7 @@ mod merge;
 pub mod request;
 pub mod sysfs;
 
-use crate::cgroup::CgroupTable;
+use crate::cgroup::{CgroupTree, IoPrio};
 use crate::machine::Machine;
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::time::{Ns, NS_PER_MS};
@@ -23,7 +23,7 @@ use cpu::{CpuCosts, CpuState, SchedCost};
 use driver::{Device, DeviceCmd, DeviceOut, Submit};
 use elevator::{Elevator, ElevatorType, Features, QueueInfo, RunRequests, SchedCtx, Tunable};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
-use request::{flags, IoPrio, Op, Request, RequestArena, RqId, NIL};
+use request::{flags, Op, Request, RequestArena, RqId, NIL};
 use std::collections::VecDeque;
 
 /// BLK_MQ_RESOURCE_DELAY: re-run a queue 3 ms after a resource shortage or a
@@ -219,7 +219,7 @@ pub struct BlockLayer {
     pub warnings: Vec<String>,
     freeze_waiters: Vec<u32>,
     timers: Vec<(Ns, u64)>,
-    cgroups: CgroupTable,
+    cgroups: CgroupTree,
     /// `iosched/NAME=VALUE` settings applied to every scheduler that has NAME.
     iosched_settings: Vec<(String, String)>,
     pub disk: DiskCounters,
@@ -272,7 +272,7 @@ pub struct QueueSetup {
     pub knobs: QueueKnobs,
     /// `iosched/NAME=VALUE`, applied to every scheduler that has NAME.
     pub iosched: Vec<(String, String)>,
-    pub cgroups: CgroupTable,
+    pub cgroups: CgroupTree,
     /// CPU costs for the reference core.
     pub costs: CpuCosts,
     /// The machine: its CPUs (software queues) and their speed.

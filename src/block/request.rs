@@ -1,7 +1,7 @@
 //! Requests and the arena that holds them. Requests are named by index
 //! (`RqId`) and recycled through a free list, so the hot path never allocates.
 
-use crate::job::IoPrioClass;
+use crate::cgroup::IoPrio;
 use crate::sim::time::Ns;
 
 /// Index of a request in the arena.
@@ -63,13 +63,6 @@ pub mod flags {
 /// FUA or PREFLUSH (include/linux/blk_types.h).
 pub fn op_is_sync(op: Op, f: u32) -> bool {
     op == Op::Read || f & (flags::SYNC | flags::FUA | flags::PREFLUSH) != 0
-}
-
-/// I/O priority: class and level (0..7), as `ioprio_set` takes them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct IoPrio {
-    pub class: IoPrioClass,
-    pub level: u8,
 }
 
 /// A block request (`struct request`), possibly made of several bios.

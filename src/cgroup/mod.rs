@@ -1,74 +1,143 @@
-//! cgroups and I/O priority classes. Weights keep both interface generations'
-//! names: v1 `blkio.weight` / `blkio.bfq.weight`, v2 `io.weight` / `io.bfq.weight`.
+//! Control groups and I/O priorities.
+//!
+//! - [`tree`]: the cgroup hierarchy of a run (groups named by `/` paths, 16-bit
+//!   ids that requests carry, index 0 = root) and the weights written to it.
+//! - [`files`]: the weight files as data (v1 `blkio.weight` /
+//!   `blkio.bfq.weight`, v2 `io.weight` / `io.bfq.weight`): range, default,
+//!   root rule and write syntax, one table for the simulator and the lab.
+//! - [`ioprio`]: I/O priority classes and levels, the kernel's encoding and
+//!   fio's `prio=` / `prioclass=`.
+//!
+//! A scheduler reads a group's weight with [`CgroupTree::weight`] and its
+//! policy ([`WeightPolicy::Blkcg`] for CFQ / tpps, [`WeightPolicy::Bfq`] for
+//! BFQ); the tree's [`CgroupVersion`] picks the file behind it.
 
-pub use crate::job::IoPrioClass;
+pub mod files;
+pub mod ioprio;
+pub mod tree;
 
-/// Default cgroup weight (CGROUP_WEIGHT_DFL in v2, CFQ_WEIGHT_DEFAULT... 500 in v1
-/// blkio; fio's `cgroup_weight` accepts 100..1000).
-pub const V1_WEIGHT_DEFAULT: u32 = 500;
-pub const V2_WEIGHT_DEFAULT: u32 = 100;
+pub use files::{
+    fio_weight_file, weight_file, weight_file_for, CgroupVersion, DevNum, WeightFile, WeightPolicy,
+    WEIGHT_FILES,
+};
+pub use ioprio::{IoPrio, IoPrioClass, IOPRIO_DEFAULT_LEVEL, IOPRIO_NR_LEVELS};
+pub use tree::{parse_set_key, CgroupTree, Origin, MAX_GROUPS, SET_PREFIX};
 
-/// One cgroup (a flat hierarchy under the root is enough for fio's `cgroup=`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Cgroup {
-    pub name: String,
-    /// `blkio.weight` (v1 scale, 10..1000) as fio's `cgroup_weight` sets it.
-    pub weight: u32,
+use std::fmt;
+
+/// Why a cgroup operation was refused. Messages name the group, the file,
+/// the value and what would have been accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CgroupError {
+    /// A weight outside the file's range (the kernel: -ERANGE or -EINVAL).
+    OutOfRange {
+        path: String,
+        file: &'static str,
+        value: String,
+        min: u32,
+        max: u32,
+    },
+    /// A value in no form the file takes (-EINVAL).
+    Invalid {
+        path: String,
+        file: &'static str,
+        value: String,
+        forms: &'static str,
+        min: u32,
+        max: u32,
+    },
+    /// A file of the other interface generation.
+    WrongVersion {
+        file: &'static str,
+        file_version: CgroupVersion,
+        run_version: CgroupVersion,
+    },
+    /// Not a weight file this model knows.
+    UnknownFile { file: String },
+    /// A file the kernel creates only in child groups, written on the root.
+    NotOnRoot { file: &'static str },
+    /// A path that cannot name a cgroup.
+    BadPath { path: String, reason: String },
+    /// More groups than 16-bit ids can name.
+    TooManyGroups { path: String },
+    /// fio's `cgroup_weight=` under cgroup v2, which fio refuses.
+    FioWeightOnV2,
+    /// A `--set` key that is not `cgroup:PATH/FILE`.
+    BadKey { key: String },
 }
 
-/// All cgroups of a run; index 0 is the root.
-#[derive(Clone, Debug)]
-pub struct CgroupTable {
-    pub groups: Vec<Cgroup>,
-}
-
-impl Default for CgroupTable {
-    fn default() -> Self {
-        CgroupTable {
-            groups: vec![Cgroup {
-                name: "/".into(),
-                weight: V1_WEIGHT_DEFAULT,
-            }],
-        }
+/// A group path for messages: the root is "/".
+fn shown(path: &str) -> &str {
+    if path.is_empty() {
+        "/"
+    } else {
+        path
     }
 }
 
-impl CgroupTable {
-    /// Index of the named group, creating it (with `weight`, or the default) if new.
-    /// A weight given later for an existing group overrides the earlier one.
-    pub fn get_or_create(&mut self, name: &str, weight: Option<u32>) -> u16 {
-        let name = name.trim_matches('/');
-        if name.is_empty() {
-            return 0;
-        }
-        if let Some(i) = self.groups.iter().position(|g| g.name == name) {
-            if let Some(w) = weight {
-                self.groups[i].weight = w;
+impl fmt::Display for CgroupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CgroupError::OutOfRange {
+                path,
+                file,
+                value,
+                min,
+                max,
+            } => write!(
+                f,
+                "cgroup {}: {file}: {value} out of range {min}..{max}",
+                shown(path)
+            ),
+            CgroupError::Invalid {
+                path,
+                file,
+                value,
+                forms,
+                min,
+                max,
+            } => write!(
+                f,
+                "cgroup {}: {file}: '{value}' is not a weight (write {forms}; range {min}..{max})",
+                shown(path)
+            ),
+            CgroupError::WrongVersion {
+                file,
+                file_version,
+                run_version,
+            } => write!(
+                f,
+                "{file} is a {file_version} file; this run uses {run_version} (--cgroup-version {})",
+                run_version.number()
+            ),
+            CgroupError::UnknownFile { file } => write!(
+                f,
+                "no cgroup weight file '{file}'; known: {}",
+                files::known_files()
+            ),
+            CgroupError::NotOnRoot { file } => write!(
+                f,
+                "the root cgroup has no {file}: the kernel creates it only in child groups (write cgroup:NAME/{file})"
+            ),
+            CgroupError::BadPath { path, reason } => {
+                write!(f, "cgroup path '{path}': {reason}")
             }
-            return i as u16;
+            CgroupError::TooManyGroups { path } => write!(
+                f,
+                "cgroup {}: more than {MAX_GROUPS} cgroups (group ids are 16-bit here; the kernel has no such limit)",
+                shown(path)
+            ),
+            CgroupError::FioWeightOnV2 => write!(
+                f,
+                "cgroup_weight= does not work with cgroup v2 (fio refuses it: it writes {}, a cgroup v1 file); \
+                 set a v2 weight with --set {SET_PREFIX}PATH/FILE=N",
+                files::BLKIO_WEIGHT.name
+            ),
+            CgroupError::BadKey { key } => {
+                write!(f, "'{key}': expected {SET_PREFIX}PATH/FILE (e.g. {SET_PREFIX}grp/{})", files::IO_BFQ_WEIGHT.name)
+            }
         }
-        self.groups.push(Cgroup {
-            name: name.to_string(),
-            weight: weight.unwrap_or(V1_WEIGHT_DEFAULT),
-        });
-        (self.groups.len() - 1) as u16
     }
 }
 
-/// The kernel's default priority level for a task without an explicit ioprio:
-/// derived from its nice value, `(nice + 20) / 5`, i.e. 4 for nice 0.
-pub const IOPRIO_DEFAULT_LEVEL: u8 = 4;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn groups_are_created_once() {
-        let mut t = CgroupTable::default();
-        let a = t.get_or_create("test1", Some(1000));
-        let b = t.get_or_create("/test1/", None);
-        assert_eq!(a, b);
-        assert_eq!(t.groups[a as usize].weight, 1000);
-        assert_eq!(t.get_or_create("", None), 0);
-    }
-}
+impl std::error::Error for CgroupError {}

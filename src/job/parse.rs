@@ -13,6 +13,7 @@ use super::units::{
     split_top_level, Unit, SIZE_HINT,
 };
 use super::Inputs;
+use crate::cgroup::IoPrioClass;
 use crate::machine::Machine;
 
 /// fio's limit on the number of jobs (`FIO_MAX_JOBS`).
@@ -957,12 +958,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         Key::CgroupWeight => s.cgroup_weight = Some(u32_in(val()?, kb, 100, 1000)?),
         Key::Prio => s.prio = Some(u32_in(val()?, kb, 0, 7)? as u8),
         Key::PrioClass => {
-            s.prioclass = Some(match u32_in(val()?, kb, 0, 3)? {
-                0 => IoPrioClass::None,
-                1 => IoPrioClass::Rt,
-                2 => IoPrioClass::Be,
-                _ => IoPrioClass::Idle,
-            })
+            let n = u32_in(val()?, kb, 0, 3)? as u16;
+            s.prioclass = IoPrioClass::from_number(n)
         }
         Key::CpusAllowed => s.cpus_allowed = Some(cpu_list(val()?)?),
         Key::PercentileList => s.percentile_list = Some(percentile_list(val()?)?),

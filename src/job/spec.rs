@@ -4,6 +4,7 @@
 //! expanded (one `JobSpec` per clone) and reporting groups are assigned.
 //! Every later stage reads only these types, never raw option strings.
 
+use crate::cgroup::IoPrioClass;
 use crate::sim::time::Ns;
 
 /// Data direction, fio's `ddir` order (read=0, write=1, trim=2).
@@ -125,16 +126,6 @@ pub enum RandomGenerator {
     Tausworthe,
     Lfsr,
     Tausworthe64,
-}
-
-/// Linux I/O priority class (ionice), `IOPRIO_CLASS_*`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub enum IoPrioClass {
-    #[default]
-    None = 0,
-    Rt = 1,
-    Be = 2,
-    Idle = 3,
 }
 
 /// One zone of `random_distribution=zoned:` / `zoned_abs:`: `access_pct` percent

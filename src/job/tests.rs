@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::*;
+use crate::cgroup::IoPrioClass;
 
 /// An 8-CPU machine, so job files may name CPUs up to 7.
 const EIGHT_CPUS: crate::machine::Machine = crate::machine::Machine {

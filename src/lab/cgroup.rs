@@ -12,6 +12,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::cgroup::{weight_file_for, CgroupVersion, WeightPolicy};
+
 /// Which cgroup hierarchy fio will use.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Hierarchy {
@@ -25,6 +27,13 @@ impl Hierarchy {
     pub fn root(&self) -> &Path {
         match self {
             Hierarchy::V1 { root } | Hierarchy::V2 { root } => root,
+        }
+    }
+
+    pub fn version(&self) -> CgroupVersion {
+        match self {
+            Hierarchy::V1 { .. } => CgroupVersion::V1,
+            Hierarchy::V2 { .. } => CgroupVersion::V2,
         }
     }
 }
@@ -163,30 +172,35 @@ impl Groups {
         Ok(g)
     }
 
+    /// Write `w` to the group's BFQ weight file and its plain blkcg one
+    /// (CFQ's on v1, io.cost's on v2), those of them that exist.
     fn write_weight(&mut self, dir: &Path, w: u32) -> Result<(), String> {
-        let files: &[(&str, String)] = match self.hierarchy {
-            Hierarchy::V1 { .. } => &[
-                ("blkio.bfq.weight", w.to_string()),
-                ("blkio.weight", w.to_string()),
-            ],
-            Hierarchy::V2 { .. } => &[
-                ("io.bfq.weight", format!("default {w}")),
-                ("io.weight", format!("default {w}")),
-            ],
-        };
-        let mut any = false;
-        for (f, v) in files {
-            let p = dir.join(f);
-            if p.exists() {
-                fs::write(&p, v).map_err(|e| format!("writing '{v}' to {}: {e}", p.display()))?;
-                self.written.push((p.display().to_string(), v.clone()));
-                any = true;
-            }
+        let version = self.hierarchy.version();
+        let files = [WeightPolicy::Bfq, WeightPolicy::Blkcg].map(|p| weight_file_for(version, p));
+        let present: Vec<_> = files.iter().filter(|f| dir.join(f.name).exists()).collect();
+        // The kernel would refuse a weight out of range; say why before
+        // writing any file.
+        if let Some(f) = present.iter().find(|f| !(f.min..=f.max).contains(&w)) {
+            return Err(format!(
+                "{}: weight {w} out of range {}..{}",
+                dir.join(f.name).display(),
+                f.min,
+                f.max
+            ));
+        }
+        let any = !present.is_empty();
+        for f in present {
+            let p = dir.join(f.name);
+            let v = f.default_write(w);
+            fs::write(&p, &v).map_err(|e| format!("writing '{v}' to {}: {e}", p.display()))?;
+            self.written.push((p.display().to_string(), v));
         }
         if !any {
+            let names: Vec<&str> = files.iter().map(|f| f.name).collect();
             eprintln!(
-                "elevator: warning: {}: no weight file (blkio.bfq.weight, blkio.weight, io.bfq.weight, io.weight); weight {w} ignored",
-                dir.display()
+                "elevator: warning: {}: no weight file ({}); weight {w} ignored",
+                dir.display(),
+                names.join(", ")
             );
         }
         Ok(())
@@ -250,6 +264,7 @@ impl Drop for Groups {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cgroup::files::{BLKIO_BFQ_WEIGHT, BLKIO_WEIGHT, IO_BFQ_WEIGHT};
 
     const HERE: &str = "\
 tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
@@ -284,6 +299,51 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
         // "blkio" must be a whole mount option.
         let (h, _) = detect_from("cgroup /c/x cgroup rw,noblkio 0 0\n");
         assert_eq!(h, None);
+    }
+
+    #[test]
+    fn weights_go_to_the_versions_files() {
+        let dir = std::env::temp_dir().join(format!("elevator-lab-cg-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let v1_files = [BLKIO_BFQ_WEIGHT.name, BLKIO_WEIGHT.name];
+        for f in v1_files {
+            fs::write(dir.join(f), "").unwrap();
+        }
+        let mut g = Groups {
+            hierarchy: Hierarchy::V1 { root: dir.clone() },
+            groups: Vec::new(),
+            enabled_io: false,
+            written: Vec::new(),
+            removed: true,
+        };
+        g.write_weight(&dir, 800).unwrap();
+        let written: Vec<&str> = g.written.iter().map(|(p, _)| p.as_str()).collect();
+        let expect: Vec<String> = v1_files
+            .iter()
+            .map(|f| dir.join(f).display().to_string())
+            .collect();
+        assert_eq!(written, expect);
+        assert_eq!(fs::read_to_string(dir.join(v1_files[0])).unwrap(), "800");
+        // Out of blkio.weight's range (10..1000): refused before writing.
+        let e = g.write_weight(&dir, 5).unwrap_err();
+        assert_eq!(fs::read_to_string(dir.join(v1_files[0])).unwrap(), "800");
+        assert!(
+            e.ends_with("blkio.weight: weight 5 out of range 10..1000"),
+            "{e}"
+        );
+        // v2: "default N" into the files that exist.
+        let v2 = dir.join("v2");
+        fs::create_dir_all(&v2).unwrap();
+        fs::write(v2.join(IO_BFQ_WEIGHT.name), "").unwrap();
+        g.hierarchy = Hierarchy::V2 { root: dir.clone() };
+        g.written.clear();
+        g.write_weight(&v2, 300).unwrap();
+        assert_eq!(g.written.len(), 1);
+        assert_eq!(
+            fs::read_to_string(v2.join(IO_BFQ_WEIGHT.name)).unwrap(),
+            "default 300"
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

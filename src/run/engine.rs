@@ -7,11 +7,10 @@
 use super::settings::{self, Settings};
 use super::{scheduler, Error, InputError, Progress, RunSpec};
 use crate::block::elevator::ElevatorType;
-use crate::block::request::IoPrio;
 use crate::block::{BioDone, BlockLayer, Env, QueueSetup};
-use crate::cgroup::{CgroupTable, IOPRIO_DEFAULT_LEVEL};
+use crate::cgroup::{CgroupTree, CgroupVersion, IoPrio, SET_PREFIX};
 use crate::device::{self, Profile};
-use crate::job::{EngineKind, IoPrioClass, JobFile};
+use crate::job::{EngineKind, JobFile};
 use crate::machine::Machine;
 use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport};
 use crate::sim::event::{Event, EventQueue, TimerOwner};
@@ -38,6 +37,7 @@ pub struct Config {
     pub max_runtime: Option<Ns>,
     /// Scheduler switches, in time order.
     pub switches: Vec<(Ns, &'static ElevatorType)>,
+    pub cgroup_version: CgroupVersion,
 }
 
 impl Config {
@@ -60,13 +60,12 @@ impl Config {
             profile.cpu.clone().unwrap_or_default(),
             &all,
         )?;
-        if !matches!(spec.cgroup_version, 1 | 2) {
-            return Err(InputError::new(
+        let cgroup_version = CgroupVersion::from_number(spec.cgroup_version).ok_or_else(|| {
+            InputError::new(
                 "cgroup_version",
                 format!("expected 1 or 2, got {}", spec.cgroup_version),
             )
-            .into());
-        }
+        })?;
         for j in &jobfile.jobs {
             if j.time_based && j.runtime.is_none() && spec.max_runtime_ns.is_none() {
                 return Err(InputError::new(
@@ -87,8 +86,28 @@ impl Config {
             machine: spec.machine.clone(),
             max_runtime: spec.max_runtime_ns,
             switches,
+            cgroup_version,
         })
     }
+}
+
+/// The run's cgroups: the jobs' `cgroup=`/`cgroup_weight=`, then the
+/// user's `--set cgroup:` writes (which win over a job's weight). Returns
+/// the tree and each job's group.
+fn build_cgroups(jobfile: &JobFile, cfg: &Config) -> Result<(CgroupTree, Vec<u16>), Error> {
+    let mut tree = CgroupTree::new(cfg.cgroup_version);
+    let mut ids = Vec::with_capacity(jobfile.jobs.len());
+    for j in &jobfile.jobs {
+        let id = tree
+            .join_fio(j.cgroup.as_deref(), j.cgroup_weight)
+            .map_err(|e| InputError::new("cgroup", format!("job '{}': {e}", j.name)))?;
+        ids.push(id);
+    }
+    for (key, value) in &cfg.settings.cgroup {
+        tree.set_key(&format!("{SET_PREFIX}{key}"), value)
+            .map_err(|e| InputError::new(&format!("--set {SET_PREFIX}{key}"), e.to_string()))?;
+    }
+    Ok((tree, ids))
 }
 
 fn input(message: String) -> Error {
@@ -123,37 +142,10 @@ pub struct Simulation {
     active: usize,
 }
 
-/// The task's I/O priority from fio's `prioclass=` and `prio=`.
-fn job_ioprio(prioclass: Option<IoPrioClass>, prio: Option<u8>) -> IoPrio {
-    match (prioclass, prio) {
-        (Some(c), p) => IoPrio {
-            class: c,
-            level: p.unwrap_or(IOPRIO_DEFAULT_LEVEL),
-        },
-        // fio's prio= alone sets a best-effort level.
-        (None, Some(p)) => IoPrio {
-            class: IoPrioClass::Be,
-            level: p,
-        },
-        (None, None) => IoPrio {
-            class: IoPrioClass::None,
-            level: IOPRIO_DEFAULT_LEVEL,
-        },
-    }
-}
-
 impl Simulation {
     pub fn new(jobfile: &JobFile, cfg: Config) -> Result<Simulation, Error> {
         let dev = device::build(&cfg.profile, stream_seed(cfg.seed, 0xdead)).map_err(input)?;
-        let mut cgroups = CgroupTable::default();
-        let cg_ids: Vec<u16> = jobfile
-            .jobs
-            .iter()
-            .map(|j| match &j.cgroup {
-                Some(name) => cgroups.get_or_create(name, j.cgroup_weight),
-                None => 0,
-            })
-            .collect();
+        let (cgroups, cg_ids) = build_cgroups(jobfile, &cfg)?;
         let cpus = cfg.machine.cpus as usize;
         let block = BlockLayer::new(
             dev,
@@ -202,7 +194,7 @@ impl Simulation {
             } else {
                 JobStats::new(spec)
             };
-            let ioprio = job_ioprio(spec.prioclass, spec.prio);
+            let ioprio = IoPrio::from_fio(spec.prioclass, spec.prio);
             tasks.push(Task::new(
                 i as u32,
                 TaskKind::FioJob,

@@ -8,8 +8,8 @@
 //! makes the harness run dispatch, as the block layer's queue run would.
 
 use crate::block::elevator::{BioInfo, Elevator, MergeKind, QueueInfo, RunRequests, SchedCtx};
-use crate::block::request::{flags, IoPrio, Op, RequestArena, RqId};
-use crate::cgroup::{CgroupTable, IoPrioClass};
+use crate::block::request::{flags, Op, RequestArena, RqId};
+use crate::cgroup::{CgroupTree, IoPrio, IoPrioClass};
 use crate::sim::time::{Ns, NS_PER_MS};
 
 /// Who submits a request: task, cgroup, priority (the bio's identity).
@@ -37,7 +37,7 @@ pub struct Harness<E: Elevator> {
     pub sched: E,
     pub rqs: RequestArena,
     pub q: QueueInfo,
-    pub cgroups: CgroupTable,
+    pub cgroups: CgroupTree,
     /// Armed, not yet fired: (time, arming sequence, token).
     timers: Vec<(Ns, u64, u64)>,
     timer_seq: u64,
@@ -68,7 +68,7 @@ impl<E: Elevator> Harness<E> {
             sched,
             rqs: RequestArena::new(),
             q,
-            cgroups: CgroupTable::default(),
+            cgroups: CgroupTree::default(),
             timers: Vec::new(),
             timer_seq: 0,
             runs: RunRequests::default(),
@@ -325,7 +325,7 @@ impl<E: Elevator> Harness<E> {
         ];
         let groups: Vec<u16> = ["a", "b", "a/c"]
             .iter()
-            .map(|g| self.cgroups.get_or_create(g, None))
+            .map(|g| self.cgroups.get_or_create(g).expect("a valid path"))
             .collect();
         let tunables: Vec<&'static str> = self.sched.tunables().iter().map(|t| t.name).collect();
         for _ in 0..steps {

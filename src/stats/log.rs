@@ -27,7 +27,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::IoStat;
-use crate::job::{IoPrioClass, JobSpec};
+use crate::cgroup::{IoPrio, IoPrioClass};
+use crate::job::JobSpec;
 use crate::sim::time::{Ns, NS_PER_MS};
 
 /// Bytes of complete lines buffered per log file before they are appended.
@@ -147,14 +148,7 @@ pub(crate) struct JobLogs {
 /// fio's `td->ioprio` for a job: 0 unless `prio`/`prioclass` is set; an
 /// unset class is best-effort, an unset level 0.
 pub(crate) fn job_ioprio(spec: &JobSpec) -> u16 {
-    if spec.prio.is_none() && spec.prioclass.is_none() {
-        return 0;
-    }
-    let class = match spec.prioclass {
-        None | Some(IoPrioClass::None) => IoPrioClass::Be,
-        Some(c) => c,
-    };
-    ((class as u16) << 13) | u16::from(spec.prio.unwrap_or(0))
+    IoPrio::fio_value(spec.prioclass, spec.prio)
 }
 
 /// Log settings of a job after fio's fixups: (bw per I/O, iops per I/O).

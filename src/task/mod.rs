@@ -12,8 +12,8 @@
 pub mod costs;
 pub mod fio;
 
-use crate::block::request::IoPrio;
 use crate::block::{BioDone, BlockLayer, Env};
+use crate::cgroup::IoPrio;
 use crate::sim::event::{Event, EventQueue};
 use crate::sim::time::Ns;
 
