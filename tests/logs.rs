@@ -18,11 +18,27 @@ use elevator::stats::JobStats;
 
 const MS: u64 = 1_000_000;
 
-fn tmpdir(name: &str) -> PathBuf {
+/// A scratch directory removed when the test ends (passing or not).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tmpdir(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("elevator-logs-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
 }
 
 fn read(p: &Path) -> String {
@@ -198,7 +214,7 @@ fn file_names_and_shared_logs() {
     let mut s = JobSpec::with_defaults("seqw");
     s.job_index = 4;
     s.write_lat_log = Some(String::new());
-    s.log_dir = Some(dir.clone());
+    s.log_dir = Some(dir.to_path_buf());
     assert_eq!(
         elevator::stats::log_path(&s, "", "clat"),
         dir.join("seqw_clat.5.log")
@@ -358,5 +374,4 @@ fn run_writes_fio_logs() {
     );
     let max = bw.iter().map(|r| r[1]).max();
     assert_eq!(max, avg["read"]["bw_max"].as_u64());
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1098,8 +1098,8 @@ fn json_plus_passes_fio_jsonplus_clat2csv_validate() {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!("elevator-jsonplus-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = elevator::lab::TempDir::new("elevator-jsonplus").unwrap();
+    let dir = tmp.path();
     for (name, r) in [
         ("psync", psync_report()),
         ("libaio", libaio_report()),

@@ -44,7 +44,23 @@ fn args(list: &[&str]) -> Vec<String> {
 }
 
 /// A fresh directory under the system temp dir, unique per test and process.
-fn temp_dir(tag: &str) -> PathBuf {
+/// A scratch directory removed when the test ends (passing or not).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(tag: &str) -> Scratch {
     static N: AtomicU32 = AtomicU32::new(0);
     let dir = std::env::temp_dir().join(format!(
         "elevator-job-unit-{}-{}-{tag}",
@@ -52,7 +68,7 @@ fn temp_dir(tag: &str) -> PathBuf {
         N.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 const SEC: u64 = 1_000_000_000;

@@ -303,8 +303,8 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
 
     #[test]
     fn weights_go_to_the_versions_files() {
-        let dir = std::env::temp_dir().join(format!("elevator-lab-cg-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = super::super::TempDir::new("elevator-lab-cg").unwrap();
+        let dir = tmp.path().to_path_buf();
         let v1_files = [BLKIO_BFQ_WEIGHT.name, BLKIO_WEIGHT.name];
         for f in v1_files {
             fs::write(dir.join(f), "").unwrap();
