@@ -1124,5 +1124,4 @@ fn json_plus_passes_fio_jsonplus_clat2csv_validate() {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
