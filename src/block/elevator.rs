@@ -135,13 +135,29 @@ pub struct RunRequests {
     pub hctxs: Vec<u16>,
 }
 
-impl RunRequests {
-    pub fn is_empty(&self) -> bool {
-        !self.all && self.hctxs.is_empty()
-    }
-    pub fn clear(&mut self) {
-        self.all = false;
-        self.hctxs.clear();
+/// The block layer's side of a scheduler hook, one object the context
+/// points at: what the scheduler asked for during the hook (timers, queue
+/// runs) and the legacy core's dispatch list. Kept behind one pointer, with
+/// one flag to check after the hook, because every request passes through
+/// several hooks.
+#[derive(Debug, Default)]
+pub struct CoreSide {
+    /// Timers armed during the hook: (fire time, token).
+    pub timers: Vec<(Ns, u64)>,
+    pub runs: RunRequests,
+    /// Something was asked for (a timer or a queue run).
+    pub asked: bool,
+    /// The legacy core's dispatch list (`q->queue_head`).
+    pub dispatch: DispatchList,
+}
+
+impl CoreSide {
+    /// Forget what the last hook asked for (after the core handled it).
+    pub fn clear_requests(&mut self) {
+        self.timers.clear();
+        self.runs.all = false;
+        self.runs.hctxs.clear();
+        self.asked = false;
     }
 }
 
@@ -151,10 +167,7 @@ pub struct SchedCtx<'a> {
     pub rqs: &'a mut RequestArena,
     pub q: &'a QueueInfo,
     pub cgroups: &'a CgroupTree,
-    timers: &'a mut Vec<(Ns, u64)>,
-    runs: &'a mut RunRequests,
-    /// The legacy core's dispatch list (`q->queue_head`), during legacy dispatch.
-    dispatch: Option<&'a mut DispatchList>,
+    core: &'a mut CoreSide,
 }
 
 impl<'a> SchedCtx<'a> {
@@ -163,25 +176,15 @@ impl<'a> SchedCtx<'a> {
         rqs: &'a mut RequestArena,
         q: &'a QueueInfo,
         cgroups: &'a CgroupTree,
-        timers: &'a mut Vec<(Ns, u64)>,
-        runs: &'a mut RunRequests,
+        core: &'a mut CoreSide,
     ) -> SchedCtx<'a> {
         SchedCtx {
             now,
             rqs,
             q,
             cgroups,
-            timers,
-            runs,
-            dispatch: None,
+            core,
         }
-    }
-
-    /// The same context with the legacy dispatch list reachable (for
-    /// `dispatch_legacy` and the legacy core's hooks).
-    pub fn with_dispatch_list(mut self, list: &'a mut DispatchList) -> SchedCtx<'a> {
-        self.dispatch = Some(list);
-        self
     }
 
     /// The kernel's `jiffies` at `now`.
@@ -193,38 +196,33 @@ impl<'a> SchedCtx<'a> {
     /// a scheduler that has since been switched away is dropped by the core;
     /// stale tokens of the same scheduler are the scheduler's to ignore.
     pub fn arm_timer(&mut self, at: Ns, token: u64) {
-        self.timers.push((at.max(self.now), token));
+        self.core.timers.push((at.max(self.now), token));
+        self.core.asked = true;
     }
 
     /// Ask for every hardware queue to be run after this hook
     /// (`blk_mq_run_hw_queues(q, true)`: asynchronously, from kblockd).
     pub fn kick(&mut self) {
-        self.runs.all = true;
+        self.core.runs.all = true;
+        self.core.asked = true;
     }
 
     /// Ask for one hardware queue to be run after this hook
     /// (`blk_mq_run_hw_queue(hctx, true)`).
     pub fn kick_hctx(&mut self, hctx: u16) {
-        self.runs.hctxs.push(hctx);
+        self.core.runs.hctxs.push(hctx);
+        self.core.asked = true;
     }
 
     /// Legacy `elv_dispatch_add_tail`: append `rq` to the core's dispatch list.
     pub fn dispatch_add_tail(&mut self, rq: RqId) {
-        let list = self
-            .dispatch
-            .as_deref_mut()
-            .expect("legacy dispatch hook without the dispatch list");
-        list.add_tail(self.rqs, rq);
+        self.core.dispatch.add_tail(self.rqs, rq);
     }
 
     /// Legacy `elv_dispatch_sort`: insert `rq` into the core's dispatch list
     /// in sector order relative to the head position.
     pub fn dispatch_sort(&mut self, rq: RqId) {
-        let list = self
-            .dispatch
-            .as_deref_mut()
-            .expect("legacy dispatch hook without the dispatch list");
-        list.sort_in(self.rqs, rq);
+        self.core.dispatch.sort_in(self.rqs, rq);
     }
 }
 

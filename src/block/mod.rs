@@ -21,7 +21,7 @@ use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::time::{Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
 use driver::{Device, DeviceCmd, DeviceOut, Submit};
-use elevator::{Elevator, ElevatorType, Features, QueueInfo, RunRequests, SchedCtx, Tunable};
+use elevator::{CoreSide, Elevator, ElevatorType, Features, QueueInfo, SchedCtx, Tunable};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
 use request::{flags, Op, Request, RequestArena, RqId, NIL};
 use std::collections::VecDeque;
@@ -199,8 +199,8 @@ pub struct BlockLayer {
     /// Attaches so far: timers carry it, and a switched-away scheduler's
     /// timers are dropped.
     elv_generation: u32,
-    /// Queue runs a scheduler hook asked for.
-    runs: RunRequests,
+    /// What a scheduler hook asked for, and the legacy dispatch list.
+    core: CoreSide,
     /// Queue facts, including the CPU → hardware queue / software queue maps.
     q: QueueInfo,
     knobs: QueueKnobs,
@@ -218,7 +218,6 @@ pub struct BlockLayer {
     /// to none, as the kernel does); reported with the results.
     pub warnings: Vec<String>,
     freeze_waiters: Vec<u32>,
-    timers: Vec<(Ns, u64)>,
     cgroups: CgroupTree,
     /// `iosched/NAME=VALUE` settings applied to every scheduler that has NAME.
     iosched_settings: Vec<(String, String)>,
@@ -311,7 +310,7 @@ impl BlockLayer {
             elv_type: scheduler,
             elv_props: ElvProps::default(),
             elv_generation: 0,
-            runs: RunRequests::default(),
+            core: CoreSide::default(),
             q: QueueInfo::new(nr_cpus, 1, limits.queue_depth, limits.queue_depth),
             knobs,
             device: dev,
@@ -323,7 +322,6 @@ impl BlockLayer {
             pending_switch: None,
             warnings: Vec::new(),
             freeze_waiters: Vec::new(),
-            timers: Vec::new(),
             cgroups,
             iosched_settings,
             disk: DiskCounters::default(),
@@ -666,31 +664,29 @@ impl BlockLayer {
             &mut self.rqs,
             &self.q,
             &self.cgroups,
-            &mut self.timers,
-            &mut self.runs,
+            &mut self.core,
         );
         let r = f(elv, &mut ctx);
-        if !self.timers.is_empty() {
-            let owner = TimerOwner::Elevator {
-                generation: self.elv_generation,
-            };
-            for (at, tok) in self.timers.drain(..) {
-                env.events.push(at, Event::Timer(owner, tok));
-            }
-        }
-        if !self.runs.is_empty() {
-            self.kick_requested_runs(env);
+        if self.core.asked {
+            self.handle_requests(env);
         }
         r
     }
 
-    /// Queue runs a scheduler asked for: asynchronously (kblockd), so the
-    /// elevator is not re-entered from its own hook.
+    /// What a scheduler hook asked for: its timers go on the event queue
+    /// (tagged with the attach generation), queue runs happen
+    /// asynchronously (kblockd), so the elevator is not re-entered from its
+    /// own hook.
     #[cold]
-    fn kick_requested_runs(&mut self, env: &mut Env) {
-        let all = self.runs.all;
-        let mut one = std::mem::take(&mut self.runs.hctxs);
-        self.runs.all = false;
+    fn handle_requests(&mut self, env: &mut Env) {
+        let owner = TimerOwner::Elevator {
+            generation: self.elv_generation,
+        };
+        for &(at, tok) in &self.core.timers {
+            env.events.push(at, Event::Timer(owner, tok));
+        }
+        let all = self.core.runs.all;
+        let one = std::mem::take(&mut self.core.runs.hctxs);
         if all {
             for h in 0..self.hctxs.len() {
                 self.schedule_run(env, h as u16, env.now);
@@ -702,8 +698,8 @@ impl BlockLayer {
                 }
             }
         }
-        one.clear();
-        self.runs.hctxs = one;
+        self.core.runs.hctxs = one;
+        self.core.clear_requests();
     }
 
     /// Insert a new (non-plugged) request, or issue it directly (§1.4).

@@ -119,12 +119,17 @@ fn input(message: String) -> Error {
     })
 }
 
+/// A task and its body, side by side (one index per step).
+struct TaskSlot {
+    task: Task,
+    job: FioJob,
+}
+
 /// One simulation run.
 pub struct Simulation {
-    /// The tasks' scheduling frames, by task id.
-    tasks: Vec<Task>,
-    /// The fio jobs, by task id (every task is a fio job today).
-    jobs: Vec<FioJob>,
+    /// The tasks by id: each one's scheduling frame and what it runs
+    /// (every task is a fio job today).
+    tasks: Vec<TaskSlot>,
     block: BlockLayer,
     events: EventQueue,
     done: Vec<BioDone>,
@@ -162,7 +167,6 @@ impl Simulation {
         let layouts = workload::layout(&jobfile.jobs, block.capacity()).map_err(input)?;
         let syscalls = SyscallCosts::on(&cfg.machine);
         let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, 0x5eed));
-        let mut jobs = Vec::with_capacity(jobfile.jobs.len());
         let mut tasks = Vec::with_capacity(jobfile.jobs.len());
         for (i, spec) in jobfile.jobs.iter().enumerate() {
             let base = spec.randseed.unwrap_or(cfg.seed);
@@ -195,14 +199,10 @@ impl Simulation {
                 JobStats::new(spec)
             };
             let ioprio = IoPrio::from_fio(spec.prioclass, spec.prio);
-            tasks.push(Task::new(
-                i as u32,
-                TaskKind::FioJob,
-                cpu,
-                cg_ids[i],
-                ioprio,
-            ));
-            jobs.push(FioJob::new(spec, gen, rate, stats, delay, syscalls));
+            tasks.push(TaskSlot {
+                task: Task::new(i as u32, TaskKind::FioJob, cpu, cg_ids[i], ioprio),
+                job: FioJob::new(spec, gen, rate, stats, delay, syscalls),
+            });
         }
         let disk_name = jobfile
             .jobs
@@ -213,7 +213,6 @@ impl Simulation {
             .unwrap_or_else(|| cfg.profile.name.clone());
         let mut sim = Simulation {
             tasks,
-            jobs,
             block,
             events: EventQueue::new(),
             done: Vec::new(),
@@ -228,9 +227,9 @@ impl Simulation {
             cfg,
         };
         sim.active = sim
-            .jobs
+            .tasks
             .iter()
-            .filter(|j| j.phase != Phase::Skipped)
+            .filter(|t| t.job.phase != Phase::Skipped)
             .count();
         for (i, (at, _)) in sim.switches.iter().enumerate() {
             sim.events.push(*at, Event::Switch(i as u32));
@@ -249,18 +248,15 @@ impl Simulation {
             woken: &mut self.woken,
             ready: &mut self.to_step,
         };
-        (
-            &mut self.tasks[id as usize],
-            &mut self.jobs[id as usize],
-            cx,
-        )
+        let slot = &mut self.tasks[id as usize];
+        (&mut slot.task, &mut slot.job, cx)
     }
 
     /// Start every waiting job whose predecessors (for stonewalls) are done.
     fn release_stonewalled(&mut self, now: Ns) {
         let mut all_before_done = true;
-        for j in 0..self.jobs.len() {
-            let job = &self.jobs[j];
+        for j in 0..self.tasks.len() {
+            let job = &self.tasks[j].job;
             if job.spec.stonewall && !all_before_done {
                 break;
             }
@@ -270,7 +266,7 @@ impl Simulation {
                 let (task, job, mut cx) = self.task_cx(j as u32);
                 job.start(task, at, cap, &mut cx);
             }
-            if !matches!(self.jobs[j].phase, Phase::Done | Phase::Skipped) {
+            if !matches!(self.tasks[j].job.phase, Phase::Done | Phase::Skipped) {
                 all_before_done = false;
             }
         }
@@ -279,7 +275,7 @@ impl Simulation {
     /// The end of the simulated run if every job has a deadline.
     fn horizon(&self) -> Option<Ns> {
         let mut h = 0;
-        for j in &self.jobs {
+        for TaskSlot { job: j, .. } in &self.tasks {
             match j.phase {
                 Phase::Skipped => {}
                 _ if j.deadline == Ns::MAX => return None,
@@ -297,7 +293,7 @@ impl Simulation {
             self.now = t;
             match ev {
                 Event::Timer(TimerOwner::Task(j), _) => {
-                    let task = &mut self.tasks[j as usize];
+                    let task = &mut self.tasks[j as usize].task;
                     if task.wake_pending == Some(t) {
                         task.wake_pending = None;
                     }
@@ -358,7 +354,7 @@ impl Simulation {
             // wakes tag waiters from the freeing path.
             for i in 0..self.woken.len() {
                 let pid = self.woken[i];
-                let task = &mut self.tasks[pid as usize];
+                let task = &mut self.tasks[pid as usize].task;
                 if task.blocked() {
                     task.sleep = None;
                     self.to_step.push(pid);
@@ -399,7 +395,7 @@ impl Simulation {
     fn finish(mut self) -> Result<RunReport, Error> {
         let end = self.now;
         self.block.disk.settle(end);
-        for (j, job) in self.jobs.iter().enumerate() {
+        for (j, TaskSlot { job, .. }) in self.tasks.iter().enumerate() {
             if matches!(job.phase, Phase::Running | Phase::Draining | Phase::Waiting) {
                 return Err(Error::Internal(format!(
                     "job {j} ('{}') never finished",
@@ -420,8 +416,9 @@ impl Simulation {
         assert_eq!(self.block.live_requests(), 0, "no request outlives the run");
         let d = &self.block.disk;
         let first_start = self
-            .jobs
+            .tasks
             .iter()
+            .map(|t| &t.job)
             .filter(|j| j.phase == Phase::Done)
             .map(|j| j.start)
             .min()
@@ -480,12 +477,13 @@ impl Simulation {
         }
         // fio prints no disk stats when no job touched a device (null engine).
         let used_device = self
-            .jobs
+            .tasks
             .iter()
-            .any(|j| j.phase != Phase::Skipped && j.kind != EngineKind::Null);
+            .any(|t| t.job.phase != Phase::Skipped && t.job.kind != EngineKind::Null);
         let jobs = self
-            .jobs
+            .tasks
             .into_iter()
+            .map(|t| t.job)
             .map(|j| JobResult {
                 status: if j.phase == Phase::Skipped {
                     JobStatus::NotModelled(format!(

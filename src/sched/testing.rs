@@ -7,7 +7,7 @@
 //! time order, then arming order); a kick (`SchedCtx::kick`/`kick_hctx`)
 //! makes the harness run dispatch, as the block layer's queue run would.
 
-use crate::block::elevator::{BioInfo, Elevator, MergeKind, QueueInfo, RunRequests, SchedCtx};
+use crate::block::elevator::{BioInfo, CoreSide, Elevator, MergeKind, QueueInfo, SchedCtx};
 use crate::block::request::{flags, Op, RequestArena, RqId};
 use crate::cgroup::{CgroupTree, IoPrio, IoPrioClass};
 use crate::sim::time::{Ns, NS_PER_MS};
@@ -41,7 +41,7 @@ pub struct Harness<E: Elevator> {
     /// Armed, not yet fired: (time, arming sequence, token).
     timers: Vec<(Ns, u64, u64)>,
     timer_seq: u64,
-    runs: RunRequests,
+    core: CoreSide,
     /// Queue runs the scheduler asked for so far (all or per hctx).
     pub kicks: u64,
     /// Timers that fired so far.
@@ -71,7 +71,7 @@ impl<E: Elevator> Harness<E> {
             cgroups: CgroupTree::default(),
             timers: Vec::new(),
             timer_seq: 0,
-            runs: RunRequests::default(),
+            core: CoreSide::default(),
             kicks: 0,
             fired: 0,
             now: 0,
@@ -84,25 +84,25 @@ impl<E: Elevator> Harness<E> {
     /// Run `f` with the scheduler and a context at the current time; timers
     /// it arms are kept, queue-run requests counted.
     pub fn with_ctx<R>(&mut self, f: impl FnOnce(&mut E, &mut SchedCtx) -> R) -> R {
-        let mut armed = Vec::new();
         let r = {
             let mut ctx = SchedCtx::new(
                 self.now,
                 &mut self.rqs,
                 &self.q,
                 &self.cgroups,
-                &mut armed,
-                &mut self.runs,
+                &mut self.core,
             );
             f(&mut self.sched, &mut ctx)
         };
-        for (at, token) in armed {
-            self.timer_seq += 1;
-            self.timers.push((at, self.timer_seq, token));
-        }
-        if !self.runs.is_empty() {
-            self.kicks += 1;
-            self.runs.clear();
+        if self.core.asked {
+            for &(at, token) in &self.core.timers {
+                self.timer_seq += 1;
+                self.timers.push((at, self.timer_seq, token));
+            }
+            if self.core.runs.all || !self.core.runs.hctxs.is_empty() {
+                self.kicks += 1;
+            }
+            self.core.clear_requests();
         }
         r
     }
