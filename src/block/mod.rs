@@ -754,6 +754,12 @@ impl BlockLayer {
 
     /// A delayed queue run fired.
     pub fn delayed_run(&mut self, env: &mut Env, hctx: u16) {
+        // A run armed before a scheduler switch may name a queue the new map
+        // no longer has (a legacy scheduler has one queue where blk-mq had
+        // several); the switch drained every queue, so it has nothing to do.
+        if hctx as usize >= self.hctxs.len() {
+            return;
+        }
         // kblockd runs the queue on a CPU mapped to it.
         let cpu = self.cpu_hctx.iter().position(|&h| h == hctx).unwrap_or(0) as u16;
         self.cpu.begin(cpu, env.now);
@@ -1034,9 +1040,14 @@ impl BlockLayer {
                 for h in 0..self.hctxs.len() {
                     self.run_hw_queue(env, h);
                 }
-                self.cpu.end();
-                return;
             }
+            // Either still draining, or this completion ended the drain and
+            // the switch remapped the queues: `hctx` names a queue of the old
+            // map (a legacy scheduler has one queue where blk-mq had
+            // several), and every queue is empty, so there is nothing to
+            // restart.
+            self.cpu.end();
+            return;
         }
         // Restart: a freed tag may let this queue (or a shared scheduler) go on.
         if self.elv_props.single_queue && self.elv.is_some() && self.hctxs.len() > 1 {
