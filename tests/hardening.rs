@@ -116,3 +116,73 @@ fn switch_to_legacy_scheduler_with_several_hw_queues() {
     ])
     .ok();
 }
+
+// ---- 2. switching to none with nr_requests above the device depth ----
+
+/// The value of a knob in the JSON report's `elevator.knobs`.
+fn knob(json: &str, name: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(json).expect("JSON report");
+    v["elevator"]["knobs"][name]
+        .as_str()
+        .unwrap_or_else(|| panic!("no knob {name} in {}", v["elevator"]))
+        .to_string()
+}
+
+#[test]
+fn switch_resets_nr_requests_to_the_new_default() {
+    // nr_requests=64 belongs to mq-deadline; after the switch "none" has
+    // the device's queue depth (32 NCQ tags), as the kernel sets it.
+    let r = elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--device",
+        "hdd",
+        "--scheduler",
+        "mq-deadline",
+        "--set",
+        "nr_requests=64",
+        "--switch",
+        "1ms=none",
+        "--output-format=json",
+    ]);
+    r.ok();
+    assert_eq!(knob(&r.stdout, "nr_requests"), "32");
+    // And the other way: none with a lowered depth, then mq-deadline gets
+    // its own default 2 x min(32, 128) = 64.
+    let r = elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--device=hdd",
+        "--set=nr_requests=8",
+        "--switch=1ms=mq-deadline",
+        "--output-format=json",
+    ]);
+    r.ok();
+    assert_eq!(knob(&r.stdout, "nr_requests"), "64");
+    // Without a switch the setting cannot apply to none: refused up front.
+    elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--device=hdd",
+        "--set=nr_requests=64",
+    ])
+    .bad_input(&["nr_requests", "32"]);
+}
+
+#[test]
+fn settings_for_switch_targets_are_checked_before_the_run() {
+    // fifo_batch only exists in the scheduler switched to: a bad value must
+    // be refused before the run, not fail the switch in mid-run.
+    let r = elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--set=iosched/fifo_batch=abc",
+        "--switch=1ms=mq-deadline",
+    ]);
+    r.bad_input(&["iosched/fifo_batch", "abc"]);
+    assert!(r.stdout.is_empty(), "nothing ran: {}", r.stdout);
+}

@@ -312,15 +312,24 @@ impl BlockLayer {
             None => max_hw.min(DEFAULT_MAX_SECTORS_KB_CAP),
         };
         bl.q.max_sectors = max_kb * 2;
-        bl.attach(elv)?;
+        let user_nr = bl.knobs.nr_requests;
+        bl.attach(elv, user_nr)?;
         // Every iosched/ setting must name a tunable of at least one scheduler of the run;
         // the caller checks the switch targets, we check the initial one here.
         Ok(bl)
     }
 
-    /// Attach `elv` (None = "none"): map CPUs to hardware queues, reset
-    /// nr_requests to the kernel default, apply settings. The queue must be empty.
-    fn attach(&mut self, elv: Option<Box<dyn Elevator>>) -> Result<(), String> {
+    /// Attach `elv` (None = "none"): map CPUs to hardware queues, set
+    /// nr_requests (`user_nr`, else the kernel default), apply settings. The
+    /// queue must be empty. Only the first attach takes the user's
+    /// nr_requests: a switch resets it to the new configuration's default
+    /// (§1.12), so the setting belongs to the scheduler it was set under. A
+    /// switch (`user_nr` None) to "none" cannot fail.
+    fn attach(
+        &mut self,
+        elv: Option<Box<dyn Elevator>>,
+        user_nr: Option<u32>,
+    ) -> Result<(), String> {
         debug_assert_eq!(self.rqs.live(), 0);
         let limits = self.device.limits().clone();
         let legacy = ElvProps::of(&elv).legacy;
@@ -350,7 +359,7 @@ impl BlockLayer {
             Some(e) if e.legacy() => LEGACY_NR_REQUESTS,
             Some(_) => 2 * limits.queue_depth.min(BLKDEV_DEFAULT_RQ),
         };
-        self.q.nr_requests = match self.knobs.nr_requests {
+        self.q.nr_requests = match user_nr {
             None => default_nr,
             Some(n) => match &elv {
                 None if n > limits.queue_depth => {
@@ -1147,10 +1156,14 @@ impl BlockLayer {
             return;
         };
         let elv = sched::create(&name).expect("validated at request");
-        if let Err(e) = self.attach(elv) {
-            // A failed init leaves the queue without a scheduler, as the kernel does.
+        // nr_requests goes back to the new configuration's default (§1.12).
+        if let Err(e) = self.attach(elv, None) {
+            // A failed init leaves the queue without a scheduler, as the
+            // kernel does. (The run's settings are checked against every
+            // switch target before the run, so this is not expected.)
             eprintln!("elevator: switch to {name} failed ({e}); the queue is left with none");
-            self.attach(None).expect("none always attaches");
+            self.attach(None, None)
+                .expect("none with its default nr_requests always attaches");
         }
         self.inv.switches += 1;
         self.frozen = false;

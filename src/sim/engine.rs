@@ -1002,8 +1002,19 @@ fn check_iosched(cfg: &SimConfig) -> Result<(), String> {
     names.extend(cfg.switches.iter().map(|(_, n)| n.clone()));
     let mut known: Vec<&'static str> = Vec::new();
     for n in &names {
-        if let Some(e) = crate::sched::create(n)? {
-            known.extend(e.tunables().iter().map(|t| t.name));
+        if let Some(mut e) = crate::sched::create(n)? {
+            let names: Vec<&'static str> = e.tunables().iter().map(|t| t.name).collect();
+            // Each value must be one the scheduler takes, so that no switch
+            // fails on it in mid-run.
+            for (k, v) in cfg
+                .iosched
+                .iter()
+                .filter(|(k, _)| names.contains(&k.as_str()))
+            {
+                e.set_tunable(k, v)
+                    .map_err(|err| format!("iosched/{k}: {err} (for {n})"))?;
+            }
+            known.extend(names);
         }
     }
     for (k, _) in &cfg.iosched {
