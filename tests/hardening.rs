@@ -2,8 +2,10 @@
 //! Black-box: each runs the built binary and checks its exit code and
 //! stderr, so they hold whatever the crate's insides look like.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_elevator");
 
@@ -13,12 +15,50 @@ struct Run {
     stderr: String,
 }
 
+/// Longest a single run may take: the defects include runs that never end
+/// in practice (an include tree of 4^14 files, a simulation 1300 times
+/// slower than real time); with the fix every run here takes well under a
+/// second.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
 fn elevator(args: &[&str]) -> Run {
-    let out: Output = Command::new(BIN)
+    let mut child = Command::new(BIN)
         .args(args)
         .env("RUST_BACKTRACE", "0")
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("the elevator binary runs");
+    // Read both pipes on threads so a chatty child cannot block on them.
+    let mut so = child.stdout.take().expect("stdout");
+    let mut se = child.stderr.take().expect("stderr");
+    let so = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = so.read_to_end(&mut v);
+        v
+    });
+    let se = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = se.read_to_end(&mut v);
+        v
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for elevator") {
+            break st;
+        }
+        if started.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("elevator {args:?} still running after {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let out = Output {
+        status,
+        stdout: so.join().expect("stdout reader"),
+        stderr: se.join().expect("stderr reader"),
+    };
     Run {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -185,4 +225,106 @@ fn settings_for_switch_targets_are_checked_before_the_run() {
     ]);
     r.bad_input(&["iosched/fifo_batch", "abc"]);
     assert!(r.stdout.is_empty(), "nothing ran: {}", r.stdout);
+}
+
+// ---- 3. allocations sized by input ----
+
+#[test]
+fn iodepth_beyond_the_engine_queue_limit_is_refused() {
+    let dir = scratch("iodepth");
+    let job = write(
+        &dir,
+        "job.fio",
+        "[global]\nioengine=libaio\niodepth=4294967295\nsize=1m\n[a]\n",
+    );
+    elevator(&["run", &job]).bad_input(&[
+        "job.fio:3: option 'iodepth': 4294967295 exceeds 65536",
+        "aio-max-nr",
+    ]);
+    // The engine may come after the depth, or from [global].
+    let job = write(
+        &dir,
+        "late.fio",
+        "[global]\niodepth=40000\n[a]\nsize=1m\nioengine=io_uring\n",
+    );
+    elevator(&["run", &job]).bad_input(&[
+        "late.fio:2: option 'iodepth': 40000 exceeds 32768",
+        "IORING_MAX_ENTRIES",
+    ]);
+    elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--ioengine=null",
+        "--iodepth=100000",
+    ])
+    .bad_input(&["option 'iodepth'", "100000 exceeds 65536"]);
+    // At the limits they run; a synchronous engine runs at depth 1 whatever
+    // iodepth says, as fio caps it.
+    elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--ioengine=libaio",
+        "--iodepth=65536",
+    ])
+    .ok();
+    elevator(&["run", "--name=a", "--size=1m", "--iodepth=4294967295"]).ok();
+}
+
+#[test]
+fn nrfiles_beyond_the_open_file_limit_is_refused() {
+    elevator(&["run", "--name=a", "--size=1g", "--nrfiles=5000000"])
+        .bad_input(&["option 'nrfiles': 5000000 exceeds 1048576", "nr_open"]);
+}
+
+#[test]
+fn total_job_state_is_bounded_before_allocating() {
+    // Each job within its limits, all of them together far beyond memory.
+    elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--ioengine=libaio",
+        "--iodepth=65536",
+        "--numjobs=4096",
+    ])
+    .bad_input(&["option 'iodepth'", "limit of 1024 MiB"]);
+    elevator(&[
+        "run",
+        "--name=a",
+        "--size=16g",
+        "--nrfiles=1000000",
+        "--numjobs=64",
+    ])
+    .bad_input(&["option 'nrfiles'", "limit of 1024 MiB"]);
+}
+
+#[test]
+fn include_fan_out_is_bounded() {
+    // Each level includes the next one four times: 4^13 reads of the last.
+    let dir = scratch("include-fanout");
+    for i in 1..=14 {
+        let text = if i < 14 {
+            format!("include l{}.fio\n", i + 1).repeat(4)
+        } else {
+            "bs=4k\n".to_string()
+        };
+        write(&dir, &format!("l{i}.fio"), &text);
+    }
+    let main = write(&dir, "main.fio", "[a]\nsize=1m\ninclude l1.fio\n");
+    elevator(&["run", &main]).bad_input(&["option 'include'", "1024 includes", ".fio:"]);
+    // The bytes read are bounded too: two includes of a 9 MiB file.
+    let big = "bs=4k\n".repeat((9 << 20) / 6);
+    write(&dir, "big.fio", &big);
+    let main = write(
+        &dir,
+        "twice.fio",
+        "[a]\nsize=1m\ninclude big.fio\ninclude big.fio\n",
+    );
+    elevator(&["run", &main]).bad_input(&[
+        "twice.fio:4: option 'include'",
+        "big.fio",
+        "16777216 bytes",
+    ]);
 }

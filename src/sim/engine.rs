@@ -147,6 +147,7 @@ impl Simulation {
         if jobfile.jobs.is_empty() {
             return Err(format!("{}: no jobs defined", jobfile.source));
         }
+        check_state_bytes(&jobfile.jobs)?;
         let dev = device::build(&cfg.profile, stream_seed(cfg.seed, 0xdead))?;
         let mut cgroups = CgroupTable::default();
         let cg_ids: Vec<u16> = jobfile
@@ -217,10 +218,7 @@ impl Simulation {
                     level: IOPRIO_DEFAULT_LEVEL,
                 },
             };
-            let depth = match kind {
-                EngineKind::Sync => 1,
-                _ => spec.iodepth.max(1),
-            };
+            let depth = job_depth(spec);
             let (lo, hi) = spec.startdelay;
             let delay = if hi > lo { rng.gen_range(lo..=hi) } else { lo };
             jobs.push(Job {
@@ -992,6 +990,51 @@ fn split_into_pieces(job: &mut Job, max: u64, slot: u32, io: IoUnit) {
 
 fn job_deadline(j: &Job) -> Ns {
     j.deadline
+}
+
+/// I/O units a job keeps: synchronous engines run at depth 1 (as fio caps them).
+fn job_depth(spec: &JobSpec) -> u32 {
+    match spec.ioengine.kind {
+        EngineKind::Sync => 1,
+        _ => spec.iodepth.max(1),
+    }
+}
+
+/// The most memory the jobs' own state (files, stream state, I/O units) may
+/// take: the simulator's limit, not fio's (fio would need iodepth x bs of
+/// I/O buffers and a file structure per file on top). The per-job limits
+/// of fio and the kernel (iodepth, nrfiles) are checked by the job parser;
+/// this bounds their product with numjobs, before anything is allocated.
+pub const MAX_JOB_STATE_BYTES: u64 = 1 << 30;
+
+fn check_state_bytes(jobs: &[JobSpec]) -> Result<(), String> {
+    let unit = (std::mem::size_of::<IoU>() + std::mem::size_of::<u32>()) as u64;
+    let (mut files, mut units) = (0u64, 0u64);
+    let (mut file_bytes, mut unit_bytes) = (0u64, 0u64);
+    for spec in jobs {
+        let depth = u64::from(job_depth(spec)) + 1;
+        files += u64::from(spec.nrfiles.max(1));
+        units += depth;
+        file_bytes = file_bytes.saturating_add(workload::state_bytes(spec));
+        unit_bytes = unit_bytes.saturating_add(depth * unit);
+    }
+    let bytes = file_bytes.saturating_add(unit_bytes);
+    if bytes > MAX_JOB_STATE_BYTES {
+        let option = if unit_bytes >= file_bytes {
+            "iodepth"
+        } else {
+            "nrfiles"
+        };
+        return Err(format!(
+            "option '{option}': {} jobs with {units} I/O units and {files} files in all \
+             would need {} MiB of simulator state, more than its limit of {} MiB; \
+             lower numjobs or {option}",
+            jobs.len(),
+            bytes >> 20,
+            MAX_JOB_STATE_BYTES >> 20
+        ));
+    }
+    Ok(())
 }
 
 fn check_iosched(cfg: &SimConfig) -> Result<(), String> {
