@@ -328,3 +328,59 @@ fn include_fan_out_is_bounded() {
         "16777216 bytes",
     ]);
 }
+
+// ---- 6. profile values have physical ranges ----
+
+/// A built-in profile's TOML with `key = ...` in `[table]` set to `value`,
+/// and the line it is on.
+fn edited_profile(name: &str, table: &str, key: &str, value: &str) -> (String, usize) {
+    let text = elevator(&["devices", "--show", name]).ok().stdout.clone();
+    let (mut out, mut cur, mut at) = (String::new(), String::new(), 0);
+    for (i, l) in text.lines().enumerate() {
+        let t = l.trim();
+        if t.starts_with('[') {
+            cur = t.trim_matches(|c| c == '[' || c == ']').to_string();
+        }
+        if at == 0 && cur == table && t.split('=').next().map(str::trim) == Some(key) {
+            out.push_str(&format!("{key} = {value}\n"));
+            at = i + 1;
+        } else {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    assert!(at > 0, "{table}.{key} not in the {name} profile");
+    (out, at)
+}
+
+#[test]
+fn profile_values_out_of_range_are_refused_with_file_line_and_range() {
+    let dir = scratch("profiles");
+    let (text, line) = edited_profile("sata-ssd", "sata_ssd", "block_bytes", "4");
+    let prof = write(&dir, "tiny-blocks.toml", &text);
+    elevator(&["run", "--name=a", "--size=1m", "--device", &prof]).bad_input(&[
+        &format!("tiny-blocks.toml:{line}: sata_ssd.block_bytes: 4 is out of range"),
+        "65536..=1073741824 bytes",
+    ]);
+    // The keys whose values size allocations (issue item 3).
+    for (model, table, key) in [
+        ("hdd", "hdd", "zones"),
+        ("hdd", "hdd", "write_cache_entries"),
+        ("hdd", "hdd", "read_ahead_segments"),
+        ("nvme", "nvme", "units"),
+        ("sata-ssd", "sata_ssd", "units"),
+    ] {
+        let (text, line) = edited_profile(model, table, key, "4294967295");
+        let prof = write(&dir, &format!("{model}-{key}.toml"), &text);
+        elevator(&["run", "--name=a", "--size=1m", "--device", &prof]).bad_input(&[
+            &format!("{model}-{key}.toml:{line}: {table}.{key}: 4294967295 is out of range"),
+            "expected",
+        ]);
+    }
+    // Every built-in profile, as `devices --show` prints it, loads.
+    for name in ["nvme", "ram", "hdd", "sata-ssd"] {
+        let text = elevator(&["devices", "--show", name]).ok().stdout.clone();
+        let prof = write(&dir, &format!("{name}.toml"), &text);
+        elevator(&["run", "--name=a", "--size=1m", "--device", &prof]).ok();
+    }
+}
