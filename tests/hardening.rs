@@ -329,6 +329,66 @@ fn include_fan_out_is_bounded() {
     ]);
 }
 
+// ---- 4. CPU costs and simulated time arithmetic ----
+
+#[test]
+fn cpu_costs_are_range_checked() {
+    elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--scheduler=mq-deadline",
+        "--set=cpu/mq-deadline.dispatch_ns=18446744073709550000",
+    ])
+    .bad_input(&["cpu/mq-deadline.dispatch_ns", "0..=1000000 ns"]);
+    let r = elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--set=cpu/submit_ns=100000000000",
+        "--max-runtime=200ms",
+    ]);
+    r.bad_input(&["cpu/submit_ns", "0..=1000000 ns"]);
+    // The same range in a profile's [cpu] table, with the file and line.
+    let dir = scratch("cpu");
+    let mut text = elevator(&["devices", "--show", "nvme"]).ok().stdout.clone();
+    text.push_str("\n[cpu]\ndriver_ns = 5000000\n");
+    let line = text.lines().count();
+    let prof = write(&dir, "slow-cpu.toml", &text);
+    elevator(&["run", "--name=a", "--size=1m", "--device", &prof]).bad_input(&[
+        &format!("slow-cpu.toml:{line}: cpu.driver_ns: 5000000 is out of range"),
+        "0..=1000000 ns",
+    ]);
+    // At the limit a cost is taken, and the run stays near its cap.
+    let r = elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--set=cpu/submit_ns=1000000",
+        "--max-runtime=200ms",
+        "--output-format=json",
+    ]);
+    r.ok();
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let runtime_ms = v["jobs"][0]["read"]["runtime"].as_u64().unwrap();
+    assert!(runtime_ms <= 202, "ran {runtime_ms} ms past a 200 ms cap");
+}
+
+#[test]
+fn job_times_that_add_up_past_the_clock_saturate() {
+    // startdelay + ramp_time + runtime, and a think time near the clock's end.
+    elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--startdelay=1s",
+        "--ramp_time=18446744073s",
+        "--runtime=1s",
+    ])
+    .ok();
+    elevator(&["run", "--name=a", "--size=8k", "--thinktime=18446744073s"]).ok();
+}
+
 // ---- 6. profile values have physical ranges ----
 
 /// A built-in profile's TOML with `key = ...` in `[table]` set to `value`,

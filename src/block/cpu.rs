@@ -114,7 +114,53 @@ pub fn builtin_sched_cost(name: &str) -> SchedCost {
     }
 }
 
+/// The range of every CPU cost, ns per call, wherever it is set (a
+/// profile's `[cpu]` table or `--set cpu/NAME`): 0 to 1 ms. The figures
+/// above are 0.1 to 2 us for a 2.4 GHz core, and `calibrate` fits
+/// `driver_ns` up to 100 us for a CPU-bound device (a tmpfs loop); a
+/// millisecond per step is a CPU hundreds of times slower than those. The
+/// bound also keeps one step's overrun of a job's runtime below 1 ms, and
+/// simulated clocks far from wrapping.
+pub const MAX_CPU_COST_NS: Ns = 1_000_000;
+
+/// The one place a CPU cost is range-checked.
+fn check_cost(v: Ns) -> Result<(), String> {
+    if v > MAX_CPU_COST_NS {
+        return Err(format!(
+            "{v} is out of range: expected 0..={MAX_CPU_COST_NS} ns"
+        ));
+    }
+    Ok(())
+}
+
 impl CpuCosts {
+    /// Every cost within `MAX_CPU_COST_NS`; the error names the key as a
+    /// profile's `[cpu]` table writes it.
+    pub fn check(&self) -> Result<(), crate::device::profile::BadValue> {
+        use crate::device::profile::BadValue;
+        for (k, v) in [
+            ("submit_ns", self.submit_ns),
+            ("driver_ns", self.driver_ns),
+            ("complete_ns", self.complete_ns),
+            ("lock_handoff_ns", self.lock_handoff_ns),
+        ] {
+            check_cost(v).map_err(|e| BadValue::new(format!("cpu.{k}"), e))?;
+        }
+        for s in &self.sched {
+            let c = &s.cost;
+            for (k, v) in [
+                ("insert_ns", c.insert_ns),
+                ("dispatch_ns", c.dispatch_ns),
+                ("complete_ns", c.complete_ns),
+                ("merge_ns", c.merge_ns),
+            ] {
+                check_cost(v)
+                    .map_err(|e| BadValue::new(format!("cpu.sched[{}].{k}", s.name), e))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Hook costs for `name`: the profile's entry, else the built-in one.
     pub fn sched_cost(&self, name: &str) -> SchedCost {
         self.sched
@@ -131,6 +177,7 @@ impl CpuCosts {
             .trim()
             .parse()
             .map_err(|_| format!("cpu/{name}: expected nanoseconds (an integer), got '{value}'"))?;
+        check_cost(v).map_err(|e| format!("cpu/{name}: {e}"))?;
         match name {
             "submit_ns" => self.submit_ns = v,
             "driver_ns" => self.driver_ns = v,
@@ -212,7 +259,8 @@ impl CpuState {
     /// Charge `ns` of plain CPU work.
     #[inline]
     pub fn charge(&mut self, ns: Ns) {
-        self.cur_t += ns;
+        // Saturating: a cost added to a time never wraps around to the past.
+        self.cur_t = self.cur_t.saturating_add(ns);
     }
     /// Charge `ns` of work under the queue lock (spinning while another CPU holds it).
     ///
@@ -231,7 +279,7 @@ impl CpuState {
         } else {
             self.contended_handoff(start, handoff)
         };
-        let end = start + extra + ns;
+        let end = start.saturating_add(extra).saturating_add(ns);
         self.cur_t = end;
         self.lock_free = end;
         self.lock_owner = cur;
@@ -306,6 +354,23 @@ mod tests {
         assert!(c.set("bogus", "1").is_err());
         assert!(c.set("mq-deadline.bogus", "1").is_err());
         assert!(c.set("submit_ns", "x").is_err());
+        // One range for every cost, from the command line or a profile.
+        assert!(c.set("submit_ns", "1000000").is_ok());
+        let e = c.set("submit_ns", "1000001").unwrap_err();
+        assert!(
+            e.contains("cpu/submit_ns") && e.contains("0..=1000000 ns"),
+            "{e}"
+        );
+        let e = c
+            .set("mq-deadline.dispatch_ns", "18446744073709550000")
+            .unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+        assert!(c.check().is_ok());
+        c.sched[0].cost.merge_ns = MAX_CPU_COST_NS + 1;
+        assert_eq!(
+            c.check().unwrap_err().key,
+            "cpu.sched[mq-deadline].merge_ns"
+        );
         // The documented mq-deadline total: 0.7 us.
         let m = builtin_sched_cost("mq-deadline");
         assert_eq!(m.insert_ns + m.dispatch_ns + m.complete_ns, 700);

@@ -226,6 +226,9 @@ fn validate(p: &Profile) -> Result<(), BadValue> {
     )?;
     // `unsigned short max_segments` in struct queue_limits.
     in_range("queue.max_segments", q.max_segments, 1, 65535, "segments")?;
+    if let Some(c) = &p.cpu {
+        c.check()?;
+    }
     let has = |b: bool, n: &str| -> Result<(), BadValue> {
         if b {
             Ok(())
@@ -382,6 +385,25 @@ mod tests {
             assert!(e.contains(&format!("{table}.{key}: ")), "{e}");
             assert!(e.contains("expected"), "{e}");
         }
+    }
+
+    #[test]
+    fn cpu_table_is_range_checked_at_load() {
+        let mut text = load_profile("nvme").unwrap().text;
+        text.push_str("\n[cpu]\nsubmit_ns = 400\n\n[[cpu.sched]]\nname = \"noop\"\ninsert_ns = 1\ndispatch_ns = 1\ncomplete_ns = 1\nmerge_ns = 1\nlocked = true\n\n[[cpu.sched]]\nname = \"mq-deadline\"\ninsert_ns = 1\ndispatch_ns = 9000000000000000000\ncomplete_ns = 1\nmerge_ns = 1\nlocked = true\n");
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("dispatch_ns = 9000"))
+            .unwrap()
+            + 1;
+        let e = parse(&text, "c.toml").unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "c.toml:{line}: cpu.sched[mq-deadline].dispatch_ns: "
+            )),
+            "{e}"
+        );
+        assert!(e.contains("0..=1000000 ns"), "{e}");
     }
 
     #[test]

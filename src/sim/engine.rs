@@ -309,7 +309,7 @@ impl Simulation {
                 break;
             }
             if job.phase == Phase::Waiting {
-                let at = now + job.start;
+                let at = now.saturating_add(job.start);
                 self.start_job(j, at);
             }
             if !matches!(self.jobs[j].phase, Phase::Done | Phase::Skipped) {
@@ -323,13 +323,14 @@ impl Simulation {
         let job = &mut self.jobs[j];
         job.phase = Phase::Running;
         job.start = at;
-        job.ramp_end = at + job.spec.ramp_time;
+        // Times from the job file add up: saturate (Ns::MAX is "never").
+        job.ramp_end = at.saturating_add(job.spec.ramp_time);
         let run_limit = match (job.spec.runtime, cap) {
-            (Some(r), Some(c)) => Some((job.spec.ramp_time + r).min(c)),
-            (Some(r), None) => Some(job.spec.ramp_time + r),
+            (Some(r), Some(c)) => Some(job.spec.ramp_time.saturating_add(r).min(c)),
+            (Some(r), None) => Some(job.spec.ramp_time.saturating_add(r)),
             (None, c) => c,
         };
-        job.deadline = run_limit.map_or(Ns::MAX, |l| at + l);
+        job.deadline = run_limit.map_or(Ns::MAX, |l| at.saturating_add(l));
         self.wake(j, at);
         if job_deadline(&self.jobs[j]) != Ns::MAX {
             let d = self.jobs[j].deadline;
@@ -530,7 +531,7 @@ impl Simulation {
         }
         if job.spec.thinktime > 0 && job.ios_since_think >= job.spec.thinktime_blocks.max(1) {
             job.ios_since_think = 0;
-            job.think_until = now + job.spec.thinktime;
+            job.think_until = now.saturating_add(job.spec.thinktime);
         }
         if now < job.think_until {
             let at = job.think_until;
