@@ -9,6 +9,7 @@ use crate::device::{builtin_profiles, load_profile};
 use crate::job::{self, EngineKind, JobFile};
 use crate::report;
 use crate::sched::{self, SCHEDULERS};
+use crate::sim::switches;
 use crate::sim::time::{Ns, NS_PER_MS, NS_PER_SEC, NS_PER_US};
 use crate::sim::{simulate, SimConfig, DEFAULT_SEED};
 use std::io::{IsTerminal, Write};
@@ -426,10 +427,25 @@ pub fn cmd_run(args: &[String]) -> Result<(), CliError> {
             message: format!("{source}: no job can be modelled"),
         });
     }
+    // A switch after every job's end never happens: say so before the run
+    // when the job file bounds the run's length, else after it.
+    let warned = switches::warnings_before_run(&jf.jobs, cfg.max_runtime, &cfg.switches);
+    for (_, w) in &warned {
+        eprintln!("elevator: warning: {w}");
+    }
     let showed_progress = cfg.progress.is_some();
     let rep = simulate(&jf, cfg).map_err(bad)?;
     if showed_progress {
         finish_progress();
+    }
+    let m = &rep.elevator;
+    for (i, ((at, name), outcome)) in m.switches.iter().zip(&m.switch_log).enumerate() {
+        if warned.iter().any(|(w, _)| *w == i) {
+            continue;
+        }
+        if let Some(w) = switches::warning_after_run(*at, name, outcome) {
+            eprintln!("elevator: warning: {w}");
+        }
     }
     // fio prints its formats in a fixed order, whatever the order given:
     // the job lines of normal output first (fio prints them before the

@@ -444,3 +444,93 @@ fn profile_values_out_of_range_are_refused_with_file_line_and_range() {
         elevator(&["run", "--name=a", "--size=1m", "--device", &prof]).ok();
     }
 }
+
+// ---- 7. switches that never happen, and switches in the normal output ----
+
+#[test]
+fn switch_after_every_job_is_warned_about() {
+    // Known before the run: every job is time-bound.
+    let r = elevator(&[
+        "run",
+        "--name=a",
+        "--size=1g",
+        "--runtime=2s",
+        "--time_based",
+        "--device=sata-ssd",
+        "--switch=1ms=noop",
+        "--switch=5s=deadline",
+    ]);
+    r.ok();
+    let warns: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("elevator: warning: "))
+        .collect();
+    assert_eq!(warns.len(), 1, "{}", r.stderr);
+    assert!(
+        warns[0].contains("--switch 5s=deadline lies after the end of every job")
+            && warns[0].contains("2000.000 ms"),
+        "{}",
+        r.stderr
+    );
+    // Known only after the run: the job is bound by its size.
+    let r = elevator(&["run", "--name=a", "--size=1m", "--switch=5s=noop"]);
+    r.ok();
+    assert!(
+        r.stderr
+            .contains("elevator: warning: --switch 5s=noop did not happen: the run ended at"),
+        "{}",
+        r.stderr
+    );
+    // A switch that happens is not warned about.
+    let r = elevator(&["run", "--name=a", "--size=1m", "--switch=1ms=noop"]);
+    r.ok();
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+}
+
+#[test]
+fn normal_output_lists_switches_before_the_job_lines() {
+    let r = elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--switch=1ms=noop",
+        "--switch=2ms=mq-deadline",
+        "--switch=5s=deadline",
+    ]);
+    r.ok();
+    let first = r.stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("elevator switches: noop at 1ms (drained 1.000-"),
+        "{first}"
+    );
+    assert!(
+        first.contains("; mq-deadline at 2ms (drained 2.000-"),
+        "{first}"
+    );
+    assert!(
+        first.contains("; deadline at 5s (did not happen, the run ended at "),
+        "{first}"
+    );
+    // Then fio's preamble as before: the job line, version, processes.
+    let second = r.stdout.lines().nth(1).unwrap_or_default();
+    assert!(second.starts_with("a: (g=0): rw=read"), "{second}");
+    // Without switches, fio's output alone.
+    let r = elevator(&["run", "--name=a", "--size=1m"]);
+    r.ok();
+    assert!(r.stdout.starts_with("a: (g=0): "), "{}", r.stdout);
+    // The JSON report says when each switch drained.
+    let r = elevator(&[
+        "run",
+        "--name=a",
+        "--size=1m",
+        "--switch=1ms=noop",
+        "--output-format=json",
+    ]);
+    r.ok();
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let s = &v["elevator"]["switches"][0];
+    assert_eq!(s["outcome"], "switched", "{s}");
+    assert_eq!(s["drain_start_ns"], 1_000_000, "{s}");
+    assert!(s["done_ns"].as_u64().unwrap() >= 1_000_000, "{s}");
+}

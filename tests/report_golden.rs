@@ -88,6 +88,7 @@ fn meta() -> ElevatorMeta {
         ],
         seed: 42,
         switches: vec![],
+        switch_log: vec![],
     }
 }
 

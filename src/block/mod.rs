@@ -178,6 +178,20 @@ pub struct Invariants {
     pub switches: u64,
 }
 
+/// One `request_switch`, as it turned out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwitchEvent {
+    /// When it was asked for: the drain started then.
+    pub requested: Ns,
+    /// When the new scheduler was attached (the drain ended); None if it
+    /// has not been (yet), or was superseded.
+    pub done: Option<Ns>,
+    /// The requested scheduler was already attached: nothing happened.
+    pub already_active: bool,
+    /// A later request came while this one drained and took its place.
+    pub superseded: bool,
+}
+
 /// The request queue of one device.
 pub struct BlockLayer {
     pub rqs: RequestArena,
@@ -202,6 +216,8 @@ pub struct BlockLayer {
     legacy_used: [u32; 2],
     frozen: bool,
     pending_switch: Option<String>,
+    /// Every `request_switch`, in order.
+    switch_log: Vec<SwitchEvent>,
     freeze_waiters: Vec<u32>,
     timers: Vec<(Ns, u64)>,
     cgroups: CgroupTable,
@@ -288,6 +304,7 @@ impl BlockLayer {
             legacy_used: [0; 2],
             frozen: false,
             pending_switch: None,
+            switch_log: Vec::new(),
             freeze_waiters: Vec::new(),
             timers: Vec::new(),
             cgroups,
@@ -1138,10 +1155,25 @@ impl BlockLayer {
     /// `echo NAME > queue/scheduler`: freeze, drain, switch, unfreeze.
     pub fn request_switch(&mut self, env: &mut Env, name: &str) -> Result<(), String> {
         sched::create(name)?; // validate before freezing, as the kernel loads the module first
+        let mut ev = SwitchEvent {
+            requested: env.now,
+            done: None,
+            already_active: false,
+            superseded: false,
+        };
         if name.trim() == self.scheduler_name() {
             // Same scheduler: nothing happens, tunables are not reset.
+            ev.done = Some(env.now);
+            ev.already_active = true;
+            self.switch_log.push(ev);
             return Ok(());
         }
+        if self.pending_switch.is_some() {
+            if let Some(last) = self.switch_log.iter_mut().rev().find(|e| e.done.is_none()) {
+                last.superseded = true;
+            }
+        }
+        self.switch_log.push(ev);
         self.frozen = true;
         self.pending_switch = Some(name.trim().to_string());
         self.try_switch(env);
@@ -1166,6 +1198,13 @@ impl BlockLayer {
                 .expect("none with its default nr_requests always attaches");
         }
         self.inv.switches += 1;
+        let pending = self.switch_log.iter_mut().rev();
+        if let Some(ev) = pending
+            .into_iter()
+            .find(|e| e.done.is_none() && !e.superseded)
+        {
+            ev.done = Some(env.now);
+        }
         self.frozen = false;
         env.woken.append(&mut self.freeze_waiters);
         for h in self.hctxs.iter_mut() {
@@ -1175,6 +1214,11 @@ impl BlockLayer {
 
     pub fn is_frozen(&self) -> bool {
         self.frozen
+    }
+
+    /// Every scheduler switch requested so far, in order.
+    pub fn switch_log(&self) -> &[SwitchEvent] {
+        &self.switch_log
     }
 
     /// Requests allocated and not yet freed (queued, plugged or at the device).

@@ -55,6 +55,35 @@ pub struct ElevatorMeta {
     pub seed: u64,
     /// Scheduler switches `(at_ns, name)`.
     pub switches: Vec<(Ns, String)>,
+    /// What became of each of `switches`, in the same order (simulation
+    /// only; empty when unknown, e.g. for a report read from fio's JSON).
+    pub switch_log: Vec<SwitchOutcome>,
+}
+
+/// What became of one requested scheduler switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwitchOutcome {
+    /// The queue drained from `drain_start` to `done`, then switched.
+    Switched { drain_start: Ns, done: Ns },
+    /// The scheduler was already the requested one: nothing happened.
+    AlreadyActive,
+    /// A later switch was requested while this one drained (from
+    /// `drain_start`) and took its place.
+    Superseded { drain_start: Ns },
+    /// Asked for, still draining when the run ended.
+    Unfinished { drain_start: Ns, run_end: Ns },
+    /// The run ended at `run_end`, before the switch's time.
+    NotReached { run_end: Ns },
+}
+
+impl SwitchOutcome {
+    /// Whether the switch took place (or had nothing to do).
+    pub fn happened(&self) -> bool {
+        matches!(
+            self,
+            SwitchOutcome::Switched { .. } | SwitchOutcome::AlreadyActive
+        )
+    }
 }
 
 /// A whole run, ready to print.

@@ -926,6 +926,8 @@ impl Simulation {
                 spec: j.spec,
             })
             .collect();
+        let switch_log =
+            super::switches::outcomes(self.cfg.switches.len(), self.block.switch_log(), end);
         let timestamp = std::env::var("SOURCE_DATE_EPOCH")
             .ok()
             .and_then(|v| v.parse().ok())
@@ -942,6 +944,7 @@ impl Simulation {
                 knobs,
                 seed: self.cfg.seed,
                 switches: self.cfg.switches.clone(),
+                switch_log,
             },
             timestamp,
         })
