@@ -90,6 +90,7 @@ fn meta() -> ElevatorMeta {
         switches: vec![],
         spec: None,
         warnings: Vec::new(),
+        switch_log: vec![],
     }
 }
 

@@ -101,6 +101,25 @@ impl SchedCost {
     }
 }
 
+/// The range of every CPU cost, ns per call, wherever it is set (a
+/// profile's `[cpu]` table or `--set cpu/NAME`): 0 to 1 ms. The figures
+/// above are 0.1 to 2 us for a 2.4 GHz core, and `calibrate` fits
+/// `driver_ns` up to 100 us for a CPU-bound device (a tmpfs loop); a
+/// millisecond per step is a CPU hundreds of times slower than those. The
+/// bound also keeps one step's overrun of a job's runtime below 1 ms, and
+/// simulated clocks far from wrapping.
+pub const MAX_CPU_COST_NS: Ns = 1_000_000;
+
+/// The one place a CPU cost is range-checked.
+fn check_cost(v: Ns) -> Result<(), String> {
+    if v > MAX_CPU_COST_NS {
+        return Err(format!(
+            "{v} is out of range: expected 0..={MAX_CPU_COST_NS} ns"
+        ));
+    }
+    Ok(())
+}
+
 impl CpuCosts {
     /// The same costs with `f` applied to each (a machine's CPU speed).
     pub fn scaled(&self, f: impl Fn(Ns) -> Ns) -> CpuCosts {
@@ -118,6 +137,31 @@ impl CpuCosts {
                 })
                 .collect(),
         }
+    }
+
+    /// Every cost within `MAX_CPU_COST_NS`; the error is (key as a
+    /// profile's `[cpu]` table writes it, message).
+    pub fn check(&self) -> Result<(), (String, String)> {
+        for (k, v) in [
+            ("submit_ns", self.submit_ns),
+            ("driver_ns", self.driver_ns),
+            ("complete_ns", self.complete_ns),
+            ("lock_handoff_ns", self.lock_handoff_ns),
+        ] {
+            check_cost(v).map_err(|e| (format!("cpu.{k}"), e))?;
+        }
+        for s in &self.sched {
+            let c = &s.cost;
+            for (k, v) in [
+                ("insert_ns", c.insert_ns),
+                ("dispatch_ns", c.dispatch_ns),
+                ("complete_ns", c.complete_ns),
+                ("merge_ns", c.merge_ns),
+            ] {
+                check_cost(v).map_err(|e| (format!("cpu.sched[{}].{k}", s.name), e))?;
+            }
+        }
+        Ok(())
     }
 
     /// Hook costs for scheduler `name`: the profile's or `--set` entry, else
@@ -180,10 +224,12 @@ impl CpuCosts {
 }
 
 fn parse_ns(name: &str, value: &str) -> Result<Ns, String> {
-    value
+    let v: Ns = value
         .trim()
         .parse()
-        .map_err(|_| format!("cpu/{name}: expected nanoseconds (an integer), got '{value}'"))
+        .map_err(|_| format!("cpu/{name}: expected nanoseconds (an integer), got '{value}'"))?;
+    check_cost(v).map_err(|e| format!("cpu/{name}: {e}"))?;
+    Ok(v)
 }
 
 /// CPUs that used the lock within this window count as contending (model assumption).
@@ -233,7 +279,8 @@ impl CpuState {
     /// Charge `ns` of plain CPU work.
     #[inline]
     pub fn charge(&mut self, ns: Ns) {
-        self.cur_t += ns;
+        // Saturating: a cost added to a time never wraps around to the past.
+        self.cur_t = self.cur_t.saturating_add(ns);
     }
     /// Charge `ns` of work under the queue lock (spinning while another CPU holds it).
     ///
@@ -252,7 +299,7 @@ impl CpuState {
         } else {
             self.contended_handoff(start, handoff)
         };
-        let end = start + extra + ns;
+        let end = start.saturating_add(extra).saturating_add(ns);
         self.cur_t = end;
         self.lock_free = end;
         self.lock_owner = cur;
@@ -336,5 +383,24 @@ mod tests {
         assert!(c.set("bogus", "1").is_err());
         assert!(c.set_sched("mq-deadline", "bogus", "1", builtin).is_err());
         assert!(c.set("submit_ns", "x").is_err());
+        // One range for every cost, from the command line or a profile.
+        assert!(c.set("submit_ns", "1000000").is_ok());
+        let e = c.set("submit_ns", "1000001").unwrap_err();
+        assert!(
+            e.contains("cpu/submit_ns") && e.contains("0..=1000000 ns"),
+            "{e}"
+        );
+        let e = c
+            .set_sched(
+                "mq-deadline",
+                "dispatch_ns",
+                "18446744073709550000",
+                builtin,
+            )
+            .unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+        assert!(c.check().is_ok());
+        c.sched[0].cost.merge_ns = MAX_CPU_COST_NS + 1;
+        assert_eq!(c.check().unwrap_err().0, "cpu.sched[mq-deadline].merge_ns");
     }
 }

@@ -184,6 +184,20 @@ pub struct Invariants {
     pub switches: u64,
 }
 
+/// One `request_switch`, as it turned out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwitchEvent {
+    /// When it was asked for: the drain started then.
+    pub requested: Ns,
+    /// When the new scheduler was attached (the drain ended); None if it
+    /// has not been (yet), or was superseded.
+    pub done: Option<Ns>,
+    /// The requested scheduler was already attached: nothing happened.
+    pub already_active: bool,
+    /// A later request came while this one drained and took its place.
+    pub superseded: bool,
+}
+
 /// The request queue of one device.
 pub struct BlockLayer {
     pub rqs: RequestArena,
@@ -214,6 +228,8 @@ pub struct BlockLayer {
     legacy_used: [u32; 2],
     frozen: bool,
     pending_switch: Option<&'static ElevatorType>,
+    /// Every `request_switch`, in order.
+    switch_log: Vec<SwitchEvent>,
     /// Switches that could not attach their scheduler (the queue fell back
     /// to none, as the kernel does); reported with the results.
     pub warnings: Vec<String>,
@@ -321,6 +337,7 @@ impl BlockLayer {
             frozen: false,
             pending_switch: None,
             warnings: Vec::new(),
+            switch_log: Vec::new(),
             freeze_waiters: Vec::new(),
             cgroups,
             iosched_settings,
@@ -347,15 +364,20 @@ impl BlockLayer {
         bl.q.max_sectors = max_kb * 2;
         bl.q.rotational = bl.knobs.rotational.unwrap_or(limits.rotational);
         bl.q.nomerges = bl.knobs.nomerges;
-        bl.attach(scheduler)?;
+        let user_nr = bl.knobs.nr_requests;
+        bl.attach(scheduler, user_nr)?;
         // Every iosched/ setting must name a tunable of at least one scheduler of the run;
         // the caller checks the switch targets, we check the initial one here.
         Ok(bl)
     }
 
-    /// Attach scheduler `t`: map CPUs to hardware queues, reset
-    /// nr_requests to the kernel default, apply settings. The queue must be empty.
-    fn attach(&mut self, t: &'static ElevatorType) -> Result<(), String> {
+    /// Attach scheduler `t`: map CPUs to hardware queues, set nr_requests
+    /// (`user_nr`, else the kernel default), apply settings. The queue must
+    /// be empty. Only the first attach takes the user's nr_requests: a
+    /// switch resets it to the new configuration's default (§1.12), so the
+    /// setting belongs to the scheduler it was set under. A switch
+    /// (`user_nr` None) to "none" cannot fail.
+    fn attach(&mut self, t: &'static ElevatorType, user_nr: Option<u32>) -> Result<(), String> {
         debug_assert_eq!(self.rqs.live(), 0);
         let limits = self.device.limits().clone();
         let elv = t.instantiate();
@@ -374,7 +396,7 @@ impl BlockLayer {
             Some(_) if t.is_legacy() => LEGACY_NR_REQUESTS,
             Some(_) => 2 * limits.queue_depth.min(BLKDEV_DEFAULT_RQ),
         };
-        let nr_requests = match self.knobs.nr_requests {
+        let nr_requests = match user_nr {
             None => default_nr,
             Some(n) => match &elv {
                 None if n > limits.queue_depth => {
@@ -815,6 +837,12 @@ impl BlockLayer {
 
     /// A delayed queue run fired.
     pub fn delayed_run(&mut self, env: &mut Env, hctx: u16) {
+        // A run armed before a scheduler switch may name a queue the new map
+        // no longer has (a legacy scheduler has one queue where blk-mq had
+        // several); the switch drained every queue, so it has nothing to do.
+        if hctx as usize >= self.hctxs.len() {
+            return;
+        }
         // kblockd runs the queue on a CPU mapped to it.
         let cpu = self.q.cpu_hctx.iter().position(|&h| h == hctx).unwrap_or(0) as u16;
         self.cpu.begin(cpu, env.now);
@@ -1096,9 +1124,14 @@ impl BlockLayer {
                 for h in 0..self.hctxs.len() {
                     self.run_hw_queue(env, h);
                 }
-                self.cpu.end();
-                return;
             }
+            // Either still draining, or this completion ended the drain and
+            // the switch remapped the queues: `hctx` names a queue of the old
+            // map (a legacy scheduler has one queue where blk-mq had
+            // several), and every queue is empty, so there is nothing to
+            // restart.
+            self.cpu.end();
+            return;
         }
         // Restart: a freed tag may let this queue (or a shared scheduler) go on.
         if self.elv_props.single_queue && self.elv.is_some() && self.hctxs.len() > 1 {
@@ -1182,10 +1215,25 @@ impl BlockLayer {
     /// the name up, as the kernel loads the module before freezing): freeze,
     /// drain, switch, unfreeze.
     pub fn request_switch(&mut self, env: &mut Env, t: &'static ElevatorType) {
-        if std::ptr::eq(t, self.elv_type) || t.name == self.elv_type.name {
+        let mut ev = SwitchEvent {
+            requested: env.now,
+            done: None,
+            already_active: false,
+            superseded: false,
+        };
+        if t.name == self.elv_type.name {
             // Same scheduler: nothing happens, tunables are not reset.
+            ev.done = Some(env.now);
+            ev.already_active = true;
+            self.switch_log.push(ev);
             return;
         }
+        if self.pending_switch.is_some() {
+            if let Some(last) = self.switch_log.iter_mut().rev().find(|e| e.done.is_none()) {
+                last.superseded = true;
+            }
+        }
+        self.switch_log.push(ev);
         self.frozen = true;
         self.pending_switch = Some(t);
         self.try_switch(env);
@@ -1198,16 +1246,26 @@ impl BlockLayer {
         let Some(t) = self.pending_switch.take() else {
             return;
         };
-        if let Err(e) = self.attach(t) {
-            // A failed init leaves the queue without a scheduler, as the kernel does.
+        // nr_requests goes back to the new configuration's default (§1.12).
+        if let Err(e) = self.attach(t, None) {
+            // A failed init leaves the queue without a scheduler, as the
+            // kernel does. (The run's settings are checked against every
+            // switch target before the run, so this is not expected.)
             self.warnings.push(format!(
                 "switch to {} failed ({e}); the queue is left with none",
                 t.name
             ));
-            self.attach(&elevator::NO_ELEVATOR)
-                .expect("none always attaches");
+            self.attach(&elevator::NO_ELEVATOR, None)
+                .expect("none with its default nr_requests always attaches");
         }
         self.inv.switches += 1;
+        let pending = self.switch_log.iter_mut().rev();
+        if let Some(ev) = pending
+            .into_iter()
+            .find(|e| e.done.is_none() && !e.superseded)
+        {
+            ev.done = Some(env.now);
+        }
         self.frozen = false;
         env.woken.append(&mut self.freeze_waiters);
         for h in self.hctxs.iter_mut() {
@@ -1217,6 +1275,11 @@ impl BlockLayer {
 
     pub fn is_frozen(&self) -> bool {
         self.frozen
+    }
+
+    /// Every scheduler switch requested so far, in order.
+    pub fn switch_log(&self) -> &[SwitchEvent] {
+        &self.switch_log
     }
 
     /// Requests allocated and not yet freed (queued, plugged or at the device).

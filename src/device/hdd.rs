@@ -31,6 +31,7 @@
 //! without positioning; a read that starts inside it goes on from where the
 //! look-ahead is, without losing a revolution.
 
+use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
 use crate::block::driver::{Device, DeviceCmd, DeviceOut, QueueLimits, Submit};
 use crate::block::request::{Op, RqId};
@@ -768,47 +769,130 @@ impl Hdd {
     }
 }
 
-fn validate(p: &HddParams) -> Result<(), String> {
-    let checks = [
-        (p.rpm as u64, "hdd.rpm"),
-        (p.heads as u64, "hdd.heads"),
-        (p.zones as u64, "hdd.zones"),
-        (
-            p.inner_sectors_per_track as u64,
-            "hdd.inner_sectors_per_track",
-        ),
-        (p.link_bandwidth, "hdd.link_bandwidth"),
-        (p.write_cache_entries as u64, "hdd.write_cache_entries"),
-        (p.write_cache_bytes, "hdd.write_cache_bytes"),
-    ];
-    for (v, what) in checks {
-        if v == 0 {
-            return Err(format!("{what} must be > 0"));
-        }
+/// The `[hdd]` table's ranges (physical, for a 3.5"/2.5" drive of the
+/// last decades; every value of the built-in profile lies inside) and its
+/// consistency rules.
+fn validate(p: &HddParams) -> Result<(), BadValue> {
+    const MS: u64 = 1_000_000;
+    // Spindles ship at 3600 (oldest common) to 15000 rpm (fastest made).
+    in_range("hdd.rpm", p.rpm, 3600, 15_000, "rev/min")?;
+    // Up to 10 platters (20 surfaces) in today's largest drives.
+    in_range("hdd.heads", p.heads, 1, 32, "heads")?;
+    // Recording zones: tens in practice (HGST specs list 20-30).
+    in_range("hdd.zones", p.zones, 1, 1024, "zones")?;
+    // 512-byte sectors per track: 17 on MFM disks, ~4000 on current ones.
+    let spt = |k: &str, v: u32| in_range(k, v, 16, 65_536, "sectors");
+    spt("hdd.outer_sectors_per_track", p.outer_sectors_per_track)?;
+    spt("hdd.inner_sectors_per_track", p.inner_sectors_per_track)?;
+    // Seeks: a full stroke takes at most a few tens of ms.
+    for (k, v) in [
+        ("hdd.seek_track_read_ns", p.seek_track_read_ns),
+        ("hdd.seek_avg_read_ns", p.seek_avg_read_ns),
+        ("hdd.seek_full_read_ns", p.seek_full_read_ns),
+        ("hdd.seek_track_write_ns", p.seek_track_write_ns),
+        ("hdd.seek_avg_write_ns", p.seek_avg_write_ns),
+        ("hdd.seek_full_write_ns", p.seek_full_write_ns),
+    ] {
+        in_range(k, v, 0, 100 * MS, "ns")?;
     }
-    if !(p.destage_cost_factor >= 1.0 && p.destage_cost_factor.is_finite()) {
-        return Err("hdd.destage_cost_factor must be a number >= 1".into());
+    // Head and cylinder switches are at most a (short) seek; firmware
+    // overhead per command is 0.1-0.3 ms in HGST specs.
+    in_range("hdd.head_switch_ns", p.head_switch_ns, 0, 10 * MS, "ns")?;
+    in_range(
+        "hdd.cylinder_switch_ns",
+        p.cylinder_switch_ns,
+        0,
+        10 * MS,
+        "ns",
+    )?;
+    in_range(
+        "hdd.command_overhead_ns",
+        p.command_overhead_ns,
+        0,
+        10 * MS,
+        "ns",
+    )?;
+    in_range(
+        "hdd.link_bandwidth",
+        p.link_bandwidth,
+        1,
+        MAX_BANDWIDTH,
+        "bytes/s",
+    )?;
+    in_range(
+        "hdd.ncq_age_limit_ns",
+        p.ncq_age_limit_ns,
+        0,
+        MAX_COMMAND_NS,
+        "ns",
+    )?;
+    // Drive DRAM is 8-512 MiB; the dirty-write part of it at most that.
+    in_range(
+        "hdd.write_cache_bytes",
+        p.write_cache_bytes,
+        512,
+        4 << 30,
+        "bytes",
+    )?;
+    // Cached write commands are scanned on every scheduling decision; drive
+    // firmware keeps at most a few hundred.
+    in_range(
+        "hdd.write_cache_entries",
+        p.write_cache_entries,
+        1,
+        4096,
+        "commands",
+    )?;
+    if !(p.destage_cost_factor.is_finite() && (1.0..=1000.0).contains(&p.destage_cost_factor)) {
+        return Err(BadValue::new(
+            "hdd.destage_cost_factor",
+            format!(
+                "{} is out of range: expected 1..=1000",
+                p.destage_cost_factor
+            ),
+        ));
     }
+    in_range(
+        "hdd.read_ahead_bytes",
+        p.read_ahead_bytes,
+        0,
+        1 << 30,
+        "bytes",
+    )?;
+    // Buffer segments are scanned on every read; drives keep 16 to a few
+    // hundred (0: no read-ahead hits).
+    in_range(
+        "hdd.read_ahead_segments",
+        p.read_ahead_segments,
+        0,
+        1024,
+        "segments",
+    )?;
     if p.outer_sectors_per_track < p.inner_sectors_per_track {
-        return Err("hdd.outer_sectors_per_track must be >= inner_sectors_per_track".into());
+        return Err(BadValue::new(
+            "hdd.outer_sectors_per_track",
+            "must be >= inner_sectors_per_track",
+        ));
     }
     if !(p.seek_track_read_ns <= p.seek_avg_read_ns && p.seek_avg_read_ns <= p.seek_full_read_ns) {
-        return Err(
-            "hdd: expected seek_track_read_ns <= seek_avg_read_ns <= seek_full_read_ns".into(),
-        );
+        return Err(BadValue::new(
+            "hdd.seek_avg_read_ns",
+            "expected seek_track_read_ns <= seek_avg_read_ns <= seek_full_read_ns",
+        ));
     }
     if !(p.seek_track_write_ns <= p.seek_avg_write_ns
         && p.seek_avg_write_ns <= p.seek_full_write_ns)
     {
-        return Err(
-            "hdd: expected seek_track_write_ns <= seek_avg_write_ns <= seek_full_write_ns".into(),
-        );
+        return Err(BadValue::new(
+            "hdd.seek_avg_write_ns",
+            "expected seek_track_write_ns <= seek_avg_write_ns <= seek_full_write_ns",
+        ));
     }
     Ok(())
 }
 
 /// Profile validation hook (the `[hdd]` table's own checks).
-pub fn check(p: &HddParams) -> Result<(), String> {
+pub fn check(p: &HddParams) -> Result<(), BadValue> {
     validate(p)
 }
 

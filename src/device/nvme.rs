@@ -9,6 +9,7 @@
 //! drains to flash at the sustained write bandwidth; a full buffer makes
 //! writes wait. Service times get a seeded exponential jitter.
 
+use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
 use crate::block::driver::{Device, DeviceCmd, DeviceOut, QueueLimits, Submit};
 use crate::block::request::Op;
@@ -43,6 +44,40 @@ pub struct NvmeParams {
     pub flush_ns: u64,
     /// Exponential jitter: service = base × (1 − j + j·Exp(1)), 0 ≤ j ≤ 1.
     pub jitter: f64,
+}
+
+/// The `[nvme]` table's ranges (physical, for a flash SSD behind NVMe;
+/// every value of the built-in profile, and every value `calibrate` fits,
+/// lies inside).
+pub fn check(p: &NvmeParams) -> Result<(), BadValue> {
+    // Channels x dies: up to 16 channels of 16 dies; calibrate fits 1 to 64.
+    in_range("nvme.units", p.units, 1, 1024, "units")?;
+    for (k, v) in [
+        ("nvme.read_ns", p.read_ns),
+        ("nvme.controller_ns", p.controller_ns),
+        ("nvme.write_ns", p.write_ns),
+        ("nvme.trim_ns", p.trim_ns),
+        ("nvme.flush_ns", p.flush_ns),
+    ] {
+        in_range(k, v, 0, MAX_COMMAND_NS, "ns")?;
+    }
+    for (k, v) in [
+        ("nvme.unit_bandwidth", p.unit_bandwidth),
+        ("nvme.link_read_bandwidth", p.link_read_bandwidth),
+        ("nvme.link_write_bandwidth", p.link_write_bandwidth),
+        ("nvme.write_drain_bandwidth", p.write_drain_bandwidth),
+    ] {
+        in_range(k, v, 1, MAX_BANDWIDTH, "bytes/s")?;
+    }
+    // Controller DRAM staging writes: MiBs to a few GiB (calibrate: 32 MiB).
+    in_range("nvme.write_buffer", p.write_buffer, 4096, 16 << 30, "bytes")?;
+    if !(p.jitter.is_finite() && (0.0..=1.0).contains(&p.jitter)) {
+        return Err(BadValue::new(
+            "nvme.jitter",
+            format!("{} is out of range: expected 0..=1", p.jitter),
+        ));
+    }
+    Ok(())
 }
 
 /// Fields used by every read come first (`repr(C)` keeps that order), so

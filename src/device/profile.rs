@@ -39,40 +39,179 @@ const BUILTIN: &[(&str, &str)] = &[
 pub const RESERVED: &[&str] = &[];
 
 fn parse(text: &str, origin: &str) -> Result<Profile, String> {
+    // The toml crate's errors carry the line and column themselves.
     let mut p: Profile = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
     p.text = text.to_string();
-    validate(&p).map_err(|e| format!("{origin}: {e}"))?;
+    validate(&p).map_err(|e| match key_line(text, &e.key) {
+        Some(line) => format!("{origin}:{line}: {e}"),
+        None => format!("{origin}: {e}"),
+    })?;
     Ok(p)
 }
 
-fn validate(p: &Profile) -> Result<(), String> {
+// ---- valid ranges -----------------------------------------------------------
+//
+// Every profile value has a documented range, checked when a profile is
+// loaded: physical (what a real device of that kind can have), and wide
+// enough for every built-in profile and every profile `calibrate` writes.
+// The ranges shared by several models:
+
+/// Per-command device times (ns): 0 to 30 s. The kernel's default request
+/// timeout is 30 s (reference §1.13, `io_timeout`); a device that needs
+/// longer for one command has every request timed out and reset.
+pub const MAX_COMMAND_NS: u64 = 30_000_000_000;
+/// Transfer rates (bytes/s): from 1 (`calibrate` writes at least 1 for a
+/// probe that moved no data) to 10^12, above any device link or memory bus
+/// (PCIe 6.0 x16 carries about 1.2 x 10^11 bytes/s).
+pub const MAX_BANDWIDTH: u64 = 1_000_000_000_000;
+
+/// A profile value outside its range, or at odds with another value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BadValue {
+    /// The key as the TOML file writes it: `table.key`, or
+    /// `table[NAME].key` for an entry of an array of tables with that `name`.
+    pub key: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for BadValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.key, self.message)
+    }
+}
+
+impl BadValue {
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> BadValue {
+        BadValue {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// `key`'s value `v` must lie in `lo..=hi`, in `unit`.
+pub fn in_range<T: PartialOrd + std::fmt::Display>(
+    key: &str,
+    v: T,
+    lo: T,
+    hi: T,
+    unit: &str,
+) -> Result<(), BadValue> {
+    if v >= lo && v <= hi {
+        return Ok(());
+    }
+    Err(BadValue::new(
+        key,
+        format!("{v} is out of range: expected {lo}..={hi} {unit}"),
+    ))
+}
+
+/// The 1-based line of `key` (as `BadValue::key` names it) in TOML `text`,
+/// found by scanning tables and keys (the toml crate gives spans only for
+/// its own parse errors).
+fn key_line(text: &str, key: &str) -> Option<usize> {
+    let (table, leaf) = match key.rsplit_once('.') {
+        Some((t, l)) => (t, l),
+        None => ("", key),
+    };
+    let (table, entry) = match table.split_once('[') {
+        Some((t, rest)) => (t, rest.strip_suffix(']')),
+        None => (table, None),
+    };
+    let unquote = |s: &str| s.trim().trim_matches('"').trim_matches('\'').to_string();
+    // Each table block: its name, its `name = ...` value, where `leaf` is.
+    let mut cur = (String::new(), None::<String>, None::<usize>);
+    let mut blocks = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if let Some(h) = line.strip_prefix('[') {
+            let name = h.trim_start_matches('[').trim_end_matches(']').trim();
+            blocks.push(std::mem::replace(&mut cur, (name.to_string(), None, None)));
+        } else if let Some((k, v)) = line.split_once('=') {
+            let k = unquote(k);
+            if k == "name" {
+                cur.1 = Some(unquote(v));
+            }
+            if k == leaf && cur.2.is_none() {
+                cur.2 = Some(i + 1);
+            }
+        }
+    }
+    blocks.push(cur);
+    blocks
+        .into_iter()
+        .find(|(t, name, at)| {
+            t == table && at.is_some() && entry.is_none_or(|e| name.as_deref() == Some(e))
+        })
+        .and_then(|b| b.2)
+}
+
+fn validate(p: &Profile) -> Result<(), BadValue> {
+    if p.name.trim().is_empty() {
+        return Err(BadValue::new("name", "expected a non-empty name"));
+    }
     let q = &p.queue;
-    if q.capacity < 1 << 20 {
-        return Err("queue.capacity: expected at least 1 MiB (bytes)".into());
+    // At least 1 MiB; at most what a file offset can address (loff_t:
+    // MAX_LFS_FILESIZE = LLONG_MAX, include/linux/fs.h).
+    in_range(
+        "queue.capacity",
+        q.capacity,
+        1 << 20,
+        i64::MAX as u64,
+        "bytes",
+    )?;
+    // 512 to 64 KiB, a power of two (blk_validate_block_size; large block
+    // sizes up to 64 KiB since v6.11).
+    if !q.logical_block_size.is_power_of_two() {
+        return Err(BadValue::new(
+            "queue.logical_block_size",
+            format!("{} is not a power of two", q.logical_block_size),
+        ));
     }
-    if !q.logical_block_size.is_power_of_two() || !(512..=65536).contains(&q.logical_block_size) {
-        return Err("queue.logical_block_size: expected a power of two from 512 to 65536".into());
+    in_range(
+        "queue.logical_block_size",
+        q.logical_block_size,
+        512,
+        65536,
+        "bytes",
+    )?;
+    // blk-mq maps min(this, CPUs) queues; --cpus is at most 4096 too.
+    in_range("queue.nr_hw_queues", q.nr_hw_queues, 1, 4096, "queues")?;
+    // BLK_MQ_MAX_DEPTH = 10240 (blk-mq.h).
+    in_range("queue.queue_depth", q.queue_depth, 1, 10240, "tags")?;
+    // At least a page; at most what the kernel's `unsigned int
+    // max_hw_sectors` (in 512-byte sectors) can hold.
+    in_range(
+        "queue.max_hw_sectors_kb",
+        q.max_hw_sectors_kb,
+        4,
+        u32::MAX / 2,
+        "KiB",
+    )?;
+    // `unsigned short max_segments` in struct queue_limits.
+    in_range("queue.max_segments", q.max_segments, 1, 65535, "segments")?;
+    if let Some(c) = &p.cpu {
+        c.check().map_err(|(k, m)| BadValue::new(k, m))?;
     }
-    if q.nr_hw_queues == 0 || q.nr_hw_queues > 4096 {
-        return Err("queue.nr_hw_queues: expected 1..4096".into());
-    }
-    // BLK_MQ_MAX_DEPTH = 10240 (blk-mq.h)
-    if q.queue_depth == 0 || q.queue_depth > 10240 {
-        return Err("queue.queue_depth: expected 1..10240 (BLK_MQ_MAX_DEPTH)".into());
-    }
-    if q.max_hw_sectors_kb < 4 {
-        return Err("queue.max_hw_sectors_kb: expected at least 4".into());
-    }
-    let has = |b: bool, n: &str| -> Result<(), String> {
+    let has = |b: bool, n: &str| -> Result<(), BadValue> {
         if b {
             Ok(())
         } else {
-            Err(format!("model '{}' needs a [{n}] table", p.model))
+            Err(BadValue::new(
+                "model",
+                format!("model '{}' needs a [{n}] table", p.model),
+            ))
         }
     };
     match p.model.as_str() {
-        "ram" => has(p.ram.is_some(), "ram"),
-        "nvme" => has(p.nvme.is_some(), "nvme"),
+        "ram" => {
+            has(p.ram.is_some(), "ram")?;
+            super::ram::check(p.ram.as_ref().expect("checked"))
+        }
+        "nvme" => {
+            has(p.nvme.is_some(), "nvme")?;
+            super::nvme::check(p.nvme.as_ref().expect("checked"))
+        }
         "hdd" => {
             has(p.hdd.is_some(), "hdd")?;
             super::hdd::check(p.hdd.as_ref().expect("checked"))
@@ -81,8 +220,9 @@ fn validate(p: &Profile) -> Result<(), String> {
             has(p.sata_ssd.is_some(), "sata_ssd")?;
             super::sata_ssd::check(p.sata_ssd.as_ref().expect("checked"))
         }
-        other => Err(format!(
-            "model: unknown model '{other}' (known: ram, nvme, hdd, sata-ssd)"
+        other => Err(BadValue::new(
+            "model",
+            format!("unknown model '{other}' (known: ram, nvme, hdd, sata-ssd)"),
         )),
     }
 }
@@ -171,6 +311,93 @@ mod tests {
             assert_eq!(p.model, name);
             assert!(crate::device::build(&p, 1).is_ok(), "{name} builds");
         }
+    }
+
+    /// A built-in profile's text with `key = ...` under `[table]` replaced.
+    fn edited(name: &str, table: &str, key: &str, value: &str) -> String {
+        let text = load_profile(name).unwrap().text;
+        let mut out = String::new();
+        let mut cur = String::new();
+        let mut done = false;
+        for line in text.lines() {
+            let t = line.trim();
+            if t.starts_with('[') {
+                cur = t.trim_matches(|c| c == '[' || c == ']').to_string();
+            }
+            if !done && cur == table && t.split('=').next().map(str::trim) == Some(key) {
+                out.push_str(&format!("{key} = {value}\n"));
+                done = true;
+            } else {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        assert!(done, "{table}.{key} not in {name}");
+        out
+    }
+
+    #[test]
+    fn out_of_range_values_name_file_line_key_and_range() {
+        let text = edited("sata-ssd", "sata_ssd", "block_bytes", "4");
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("block_bytes = 4"))
+            .unwrap()
+            + 1;
+        let e = parse(&text, "x.toml").unwrap_err();
+        assert!(
+            e.starts_with(&format!("x.toml:{line}: sata_ssd.block_bytes: 4 ")),
+            "{e}"
+        );
+        assert!(e.contains("65536..=1073741824 bytes"), "{e}");
+        for (model, table, key, value) in [
+            ("hdd", "hdd", "zones", "100000000"),
+            ("hdd", "hdd", "write_cache_entries", "4294967295"),
+            ("hdd", "hdd", "read_ahead_segments", "4294967295"),
+            ("hdd", "hdd", "rpm", "1"),
+            ("nvme", "nvme", "units", "4294967295"),
+            ("nvme", "nvme", "jitter", "2.0"),
+            ("sata-ssd", "sata_ssd", "units", "0"),
+            ("sata-ssd", "sata_ssd", "page_bytes", "1"),
+            ("sata-ssd", "sata_ssd", "over_provisioning", "1e-9"),
+            ("ram", "ram", "bandwidth", "0"),
+            ("ram", "queue", "max_segments", "0"),
+            ("nvme", "queue", "max_hw_sectors_kb", "4294967295"),
+        ] {
+            let e = parse(&edited(model, table, key, value), "y.toml").unwrap_err();
+            assert!(e.starts_with("y.toml:"), "{e}");
+            assert!(e.contains(&format!("{table}.{key}: ")), "{e}");
+            assert!(e.contains("expected"), "{e}");
+        }
+    }
+
+    #[test]
+    fn cpu_table_is_range_checked_at_load() {
+        let mut text = load_profile("nvme").unwrap().text;
+        text.push_str("\n[cpu]\nsubmit_ns = 400\n\n[[cpu.sched]]\nname = \"noop\"\ninsert_ns = 1\ndispatch_ns = 1\ncomplete_ns = 1\nmerge_ns = 1\nlocked = true\n\n[[cpu.sched]]\nname = \"mq-deadline\"\ninsert_ns = 1\ndispatch_ns = 9000000000000000000\ncomplete_ns = 1\nmerge_ns = 1\nlocked = true\n");
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("dispatch_ns = 9000"))
+            .unwrap()
+            + 1;
+        let e = parse(&text, "c.toml").unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "c.toml:{line}: cpu.sched[mq-deadline].dispatch_ns: "
+            )),
+            "{e}"
+        );
+        assert!(e.contains("0..=1000000 ns"), "{e}");
+    }
+
+    #[test]
+    fn key_lines() {
+        let t = "name = 'x'\n[queue]\ncapacity = 1\n[[cpu.sched]]\nname = \"a\"\nmerge_ns = 1\n[[cpu.sched]]\nmerge_ns = 2\nname = \"b\"\n";
+        assert_eq!(key_line(t, "name"), Some(1));
+        assert_eq!(key_line(t, "queue.capacity"), Some(3));
+        assert_eq!(key_line(t, "cpu.sched[a].merge_ns"), Some(6));
+        assert_eq!(key_line(t, "cpu.sched[b].merge_ns"), Some(8));
+        assert_eq!(key_line(t, "queue.nr_hw_queues"), None);
     }
 
     #[test]

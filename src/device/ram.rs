@@ -2,6 +2,7 @@
 //! Every command waits a fixed latency; the data copy is serialised per
 //! hardware queue at memory bandwidth, so throughput saturates with depth.
 
+use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
 use crate::block::driver::{Device, DeviceCmd, DeviceOut, QueueLimits, Submit};
 use crate::sim::time::{Ns, NS_PER_SEC};
@@ -14,6 +15,13 @@ pub struct RamParams {
     pub latency_ns: u64,
     /// Copy bandwidth per hardware queue, bytes/s.
     pub bandwidth: u64,
+}
+
+/// The `[ram]` table's ranges (every value `calibrate` fits lies inside).
+pub fn check(p: &RamParams) -> Result<(), BadValue> {
+    in_range("ram.latency_ns", p.latency_ns, 0, MAX_COMMAND_NS, "ns")?;
+    // One core's memcpy moves ~10^10 bytes/s; the range is the shared one.
+    in_range("ram.bandwidth", p.bandwidth, 1, MAX_BANDWIDTH, "bytes/s")
 }
 
 pub struct Ram {

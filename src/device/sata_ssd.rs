@@ -26,6 +26,7 @@
 //! The counters know the fill, not the write pattern: on a preconditioned
 //! drive sequential writes pay the same GC cost as random ones.
 
+use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
 use crate::block::driver::{Device, DeviceCmd, DeviceOut, QueueLimits, Submit};
 use crate::block::request::Op;
@@ -141,31 +142,92 @@ pub fn victim_valid(u: f64) -> f64 {
 }
 
 /// Profile validation hook (the `[sata_ssd]` table's own checks).
-pub fn check(p: &SataSsdParams) -> Result<(), String> {
-    for (v, what) in [
-        (p.units as u64, "sata_ssd.units"),
-        (p.unit_bandwidth, "sata_ssd.unit_bandwidth"),
-        (p.page_bytes, "sata_ssd.page_bytes"),
-        (p.link_bandwidth, "sata_ssd.link_bandwidth"),
-        (p.write_buffer, "sata_ssd.write_buffer"),
-        (p.program_bandwidth, "sata_ssd.program_bandwidth"),
-        (p.block_bytes, "sata_ssd.block_bytes"),
+/// The `[sata_ssd]` table's ranges (physical, for a NAND flash SSD; every
+/// value of the built-in profile lies inside) and its consistency rules.
+pub fn check(p: &SataSsdParams) -> Result<(), BadValue> {
+    const MS: u64 = 1_000_000;
+    const GIB: u64 = 1 << 30;
+    // Channels x dies: 8-16 channels of up to 16 dies.
+    in_range("sata_ssd.units", p.units, 1, 1024, "units")?;
+    // NAND array read (tR): 25 us (SLC) to ~150 us (QLC), with ECC retries more.
+    in_range("sata_ssd.read_ns", p.read_ns, 0, 10 * MS, "ns")?;
+    for (k, v) in [
+        ("sata_ssd.unit_bandwidth", p.unit_bandwidth),
+        ("sata_ssd.link_bandwidth", p.link_bandwidth),
+        ("sata_ssd.program_bandwidth", p.program_bandwidth),
     ] {
-        if v == 0 {
-            return Err(format!("{what} must be > 0"));
+        in_range(k, v, 1, MAX_BANDWIDTH, "bytes/s")?;
+    }
+    // A NAND page is 2 KiB (old SLC) to 16 KiB, times up to 6 planes; a
+    // read is served page by page.
+    in_range("sata_ssd.page_bytes", p.page_bytes, 2048, 1 << 20, "bytes")?;
+    for (k, v) in [
+        ("sata_ssd.controller_ns", p.controller_ns),
+        ("sata_ssd.write_ns", p.write_ns),
+        ("sata_ssd.trim_ns", p.trim_ns),
+        ("sata_ssd.flush_ns", p.flush_ns),
+    ] {
+        in_range(k, v, 0, MAX_COMMAND_NS, "ns")?;
+    }
+    // Power-loss-protected write buffers are a few MiB to some hundreds;
+    // the model keeps one entry per buffered write.
+    in_range("sata_ssd.write_buffer", p.write_buffer, 4096, GIB, "bytes")?;
+    // Block erase (tBERS): a few ms, at most ~25 ms.
+    in_range("sata_ssd.erase_ns", p.erase_ns, 0, 100 * MS, "ns")?;
+    // An erase block holds many pages: 128 KiB (old SLC) to tens of MiB
+    // (3D NAND, multi-plane). Garbage collection works block by block, so a
+    // tiny block makes GC run once per few bytes written.
+    in_range(
+        "sata_ssd.block_bytes",
+        p.block_bytes,
+        64 << 10,
+        GIB,
+        "bytes",
+    )?;
+    if p.block_bytes < p.page_bytes {
+        return Err(BadValue::new(
+            "sata_ssd.block_bytes",
+            format!(
+                "{} is smaller than page_bytes ({})",
+                p.block_bytes, p.page_bytes
+            ),
+        ));
+    }
+    let frac = |k: &str, v: f64, lo: f64, hi: f64| -> Result<(), BadValue> {
+        if v.is_finite() && (lo..=hi).contains(&v) {
+            Ok(())
+        } else {
+            Err(BadValue::new(
+                k,
+                format!("{v} is out of range: expected {lo}..={hi}"),
+            ))
         }
-    }
-    if !(0.0..=1.0).contains(&p.jitter) {
-        return Err("sata_ssd.jitter must be within 0..1".into());
-    }
-    if !(0.0..=1.0).contains(&p.initial_fill) {
-        return Err("sata_ssd.initial_fill must be within 0..1".into());
-    }
-    if !(p.over_provisioning > 0.0 && p.over_provisioning <= 4.0) {
-        return Err("sata_ssd.over_provisioning must be within (0, 4]".into());
-    }
+    };
+    frac("sata_ssd.jitter", p.jitter, 0.0, 1.0)?;
+    frac("sata_ssd.initial_fill", p.initial_fill, 0.0, 1.0)?;
+    // Spare flash: ~7% (GB vs GiB) on consumer drives, 28% or more on
+    // write-intensive ones; below 1% each GC copy frees almost nothing.
+    frac("sata_ssd.over_provisioning", p.over_provisioning, 0.01, 4.0)?;
+    // Free-block pool targets: a few percent of the blocks.
+    in_range(
+        "sata_ssd.gc_threshold_blocks",
+        p.gc_threshold_blocks,
+        1,
+        65536,
+        "blocks",
+    )?;
+    in_range(
+        "sata_ssd.gc_idle_blocks",
+        p.gc_idle_blocks,
+        1,
+        65536,
+        "blocks",
+    )?;
     if p.gc_idle_blocks < p.gc_threshold_blocks {
-        return Err("sata_ssd.gc_idle_blocks must be >= gc_threshold_blocks".into());
+        return Err(BadValue::new(
+            "sata_ssd.gc_idle_blocks",
+            "must be >= gc_threshold_blocks",
+        ));
     }
     Ok(())
 }

@@ -57,15 +57,35 @@ pub(crate) fn error(
 /// Largest job or include file we read; real job files are a few KiB.
 const MAX_FILE_BYTES: u64 = 16 << 20;
 
+/// A job file and everything it includes may read at most this much text
+/// all together, and include at most `MAX_INCLUDED_FILES` files (counting
+/// each `include` line that is followed). fio itself has no such limits
+/// (only our depth limit above stops a loop), so these are the model's: a
+/// file that includes the next level four times, 14 levels deep, would
+/// otherwise make 4^14 reads. Real job files include a handful of files.
+const MAX_JOB_TEXT_BYTES: u64 = MAX_FILE_BYTES;
+const MAX_INCLUDED_FILES: u32 = 1024;
+
+/// What a job file and its includes have used of the limits above.
+#[derive(Default)]
+struct Budget {
+    bytes: u64,
+    files: u32,
+}
+
 /// Read a job or include file. Only regular files: `include /dev/zero` must
 /// fail instead of reading forever.
 pub(crate) fn read_job_text(path: &Path) -> Result<String, String> {
+    read_at_most(path, MAX_FILE_BYTES)
+}
+
+fn read_at_most(path: &Path, max: u64) -> Result<String, String> {
     let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
     if !meta.is_file() {
         return Err("not a regular file".into());
     }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!("file larger than {MAX_FILE_BYTES} bytes"));
+    if meta.len() > max {
+        return Err(format!("file larger than {max} bytes"));
     }
     std::fs::read_to_string(path).map_err(|e| e.to_string())
 }
@@ -78,7 +98,11 @@ pub(crate) fn lex(
     read: &dyn Fn(&Path) -> Result<String, String>,
 ) -> Result<Vec<Section>, JobError> {
     let mut sections = Vec::new();
-    lex_into(text, source, base_dir, read, 0, &mut sections)?;
+    let mut budget = Budget {
+        bytes: text.len() as u64,
+        files: 0,
+    };
+    lex_into(text, source, base_dir, read, 0, &mut budget, &mut sections)?;
     Ok(sections)
 }
 
@@ -95,6 +119,7 @@ fn lex_into(
     base_dir: &Path,
     read: &dyn Fn(&Path) -> Result<String, String>,
     depth: u32,
+    budget: &mut Budget,
     sections: &mut Vec<Section>,
 ) -> Result<(), JobError> {
     let nested = depth > 0;
@@ -172,17 +197,58 @@ fn lex_into(
             } else {
                 base_dir.join(rest)
             };
-            let inc_text = read(&path).map_err(|e| {
+            if budget.files >= MAX_INCLUDED_FILES {
+                return Err(error(
+                    source,
+                    line_no,
+                    Some("include"),
+                    format!(
+                        "'{}': more than {MAX_INCLUDED_FILES} includes followed for one job \
+                         file in all (include fan-out?)",
+                        path.display()
+                    ),
+                ));
+            }
+            budget.files += 1;
+            let left = MAX_JOB_TEXT_BYTES.saturating_sub(budget.bytes);
+            let inc_text = read(&path).and_then(|t| {
+                if t.len() as u64 > left.min(MAX_FILE_BYTES) {
+                    Err(format!(
+                        "file larger than {} bytes",
+                        left.min(MAX_FILE_BYTES)
+                    ))
+                } else {
+                    Ok(t)
+                }
+            });
+            let inc_text = inc_text.map_err(|e| {
+                let why = if left < MAX_FILE_BYTES && e.starts_with("file larger") {
+                    format!(
+                        "the job file and its includes may hold at most \
+                         {MAX_JOB_TEXT_BYTES} bytes of text in all, and only {left} are left"
+                    )
+                } else {
+                    e
+                };
                 error(
                     source,
                     line_no,
                     Some("include"),
-                    format!("cannot read include file '{}': {e}", path.display()),
+                    format!("cannot read include file '{}': {why}", path.display()),
                 )
             })?;
+            budget.bytes += inc_text.len() as u64;
             let inc_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
             let inc_name = path.display().to_string();
-            lex_into(&inc_text, &inc_name, &inc_dir, read, depth + 1, sections)?;
+            lex_into(
+                &inc_text,
+                &inc_name,
+                &inc_dir,
+                read,
+                depth + 1,
+                budget,
+                sections,
+            )?;
             continue;
         }
         let (key, value) = match line.split_once('=') {

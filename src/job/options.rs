@@ -668,6 +668,47 @@ pub(crate) fn engine_kind(name: &str) -> Option<EngineKind> {
     })
 }
 
+/// `fs.aio-max-nr`'s default, `aio_max_nr = 0x10000` (linux fs/aio.c):
+/// `io_setup(nr_events)` fails with EAGAIN when `nr_events` is above it, so
+/// fio's libaio engine cannot set up a queue deeper than this.
+pub(crate) const AIO_MAX_NR: u32 = 0x10000;
+/// `IORING_MAX_ENTRIES` (linux io_uring/io_uring.h): `io_uring_setup` fails
+/// with EINVAL above it unless the ring is clamped, which fio does not ask
+/// for (engines/io_uring.c; fio also rounds the depth up to a power of two,
+/// which keeps every depth up to this one within it).
+pub(crate) const IORING_MAX_ENTRIES: u32 = 32768;
+/// Engines without a kernel queue limit (null, posixaio, ...): fio's only
+/// bound is the memory for `iodepth` I/O units and their buffers. The model
+/// takes the largest kernel queue above, libaio's, as their limit.
+pub(crate) const MODEL_MAX_IODEPTH: u32 = AIO_MAX_NR;
+
+/// The deepest `iodepth` a job with this engine can set up, and why; None
+/// for synchronous engines, which fio runs at depth 1 whatever `iodepth` says.
+pub(crate) fn iodepth_limit(engine: &str, kind: EngineKind) -> Option<(u32, &'static str)> {
+    match engine {
+        _ if kind == EngineKind::Sync => None,
+        "libaio" => Some((
+            AIO_MAX_NR,
+            "the deepest libaio queue io_setup allows (fs.aio-max-nr, 65536 by default)",
+        )),
+        "io_uring" | "io_uring_cmd" => Some((
+            IORING_MAX_ENTRIES,
+            "the deepest ring io_uring_setup allows (IORING_MAX_ENTRIES)",
+        )),
+        _ => Some((
+            MODEL_MAX_IODEPTH,
+            "the simulator's limit for engines without a kernel queue limit \
+             (libaio's fs.aio-max-nr default)",
+        )),
+    }
+}
+
+/// fio opens all of a job's files at once (`openfiles` defaults to
+/// `nrfiles`, init.c) and fails with EMFILE past the open-file limit, which
+/// no process can raise above `fs.nr_open`: `sysctl_nr_open = 1024*1024`
+/// (linux fs/file.c).
+pub(crate) const MAX_NR_FILES: u32 = 1024 * 1024;
+
 /// Engine names for the "expected one of" message.
 pub(crate) const ENGINE_HINT: &str =
     "sync, psync, vsync, pvsync, pvsync2, mmap, libaio, io_uring, \
@@ -707,6 +748,16 @@ mod tests {
         assert_eq!(suggest("BS"), Some("bs"));
         assert_eq!(suggest("runtme"), Some("runtime"));
         assert_eq!(suggest("completely_unknown_option"), None);
+    }
+
+    #[test]
+    fn iodepth_limits_follow_the_engine() {
+        let lim = |e: &str| iodepth_limit(e, engine_kind(e).unwrap()).map(|l| l.0);
+        assert_eq!(lim("libaio"), Some(65536));
+        assert_eq!(lim("io_uring"), Some(32768));
+        assert_eq!(lim("io_uring_cmd"), Some(32768));
+        assert_eq!(lim("null"), Some(MODEL_MAX_IODEPTH));
+        assert_eq!(lim("psync"), None);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! reporting groups the way fio's `add_job` assigns them.
 
 use super::lexer::{error, RawOpt, Section};
-use super::options::{engine_kind, lookup, suggest, Arg, Key, OptDef, ENGINE_HINT};
+use super::options::{
+    engine_kind, iodepth_limit, lookup, suggest, Arg, Key, OptDef, ENGINE_HINT, MAX_NR_FILES,
+};
 use super::spec::*;
 use super::units::{
     eval_expression, parse_float, parse_percent, parse_signed, parse_size, parse_time_ns,
@@ -49,6 +51,9 @@ struct Builder {
     /// `fio_option_is_set`): otherwise a bw/iops log sets them.
     bwavgtime_set: bool,
     iopsavgtime_set: bool,
+    /// Where `iodepth` was set (its limit depends on the engine, which may
+    /// come later or from `[global]`), for the error message.
+    iodepth_at: Option<RawOpt>,
 }
 
 impl Builder {
@@ -65,6 +70,7 @@ impl Builder {
             new_group: false,
             bwavgtime_set: false,
             iopsavgtime_set: false,
+            iodepth_at: None,
         }
     }
 
@@ -153,7 +159,20 @@ impl<'e> Parser<'e> {
             b.spec.stonewall = true;
         }
         let new_group = b.new_group;
+        let iodepth_at = b.iodepth_at.take();
         let mut spec = b.finish();
+        if let (Some((max, why)), Some(at)) = (
+            iodepth_limit(&spec.ioengine.name, spec.ioengine.kind),
+            &iodepth_at,
+        ) {
+            if spec.iodepth > max {
+                let msg = format!(
+                    "{} exceeds {max}, {why}; ioengine={}",
+                    spec.iodepth, spec.ioengine.name
+                );
+                return Err(error(&at.file, at.line, Some(&at.key), with_arg(msg, at)));
+            }
+        }
         spec.job_options = opts;
         let n = spec.numjobs as usize;
         if self.jobs.len() + n > MAX_JOBS {
@@ -236,13 +255,7 @@ impl<'e> Parser<'e> {
         o: &RawOpt,
         out: &mut Vec<(String, String)>,
     ) -> Result<(), JobError> {
-        let fail = |msg: String| {
-            let msg = match &o.arg {
-                Some(a) => format!("{msg} (argument '{a}')"),
-                None => msg,
-            };
-            error(&o.file, o.line, Some(&o.key), msg)
-        };
+        let fail = |msg: String| error(&o.file, o.line, Some(&o.key), with_arg(msg, o));
         let Some(def) = lookup(&o.key) else {
             let msg = match suggest(&o.key) {
                 Some(s) => format!("unknown option '{}'; did you mean '{s}'?", o.key),
@@ -278,6 +291,9 @@ impl<'e> Parser<'e> {
                     self.machine.cpus
                 )));
             }
+        }
+        if key == Key::IoDepth {
+            b.iodepth_at = Some(o.clone());
         }
         Ok(())
     }
@@ -319,6 +335,14 @@ impl<'e> Parser<'e> {
             }
         }
         replaced
+    }
+}
+
+/// An error message about `o`, naming its command-line argument if it has one.
+fn with_arg(msg: String, o: &RawOpt) -> String {
+    match &o.arg {
+        Some(a) => format!("{msg} (argument '{a}')"),
+        None => msg,
     }
 }
 
@@ -872,7 +896,16 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         // An empty directory (e.g. from an unset ${VAR}) means "none".
         Key::Directory => s.directory = Some(val()?.trim().to_string()).filter(|d| !d.is_empty()),
         Key::FileSize => s.filesize = Some(range(val()?, |x| positive_size(x, kb))?),
-        Key::NrFiles => s.nrfiles = u32_in(val()?, kb, 1, u32::MAX)?,
+        Key::NrFiles => {
+            let n = u32_in(val()?, kb, 1, u32::MAX)?;
+            if n > MAX_NR_FILES {
+                return Err(format!(
+                    "{n} exceeds {MAX_NR_FILES}, the most files one job can hold open \
+                     (fs.nr_open; fio opens all of a job's files at once)"
+                ));
+            }
+            s.nrfiles = n;
+        }
         Key::NumJobs => s.numjobs = u32_in(val()?, kb, 1, MAX_JOBS as u32)?,
         Key::IoDepth => s.iodepth = u32_in(val()?, kb, 1, u32::MAX)?,
         Key::IoDepthBatchSubmit => s.iodepth_batch_submit = u32_in(val()?, kb, 0, u32::MAX)?,

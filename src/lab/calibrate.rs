@@ -1069,6 +1069,78 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_calibrated_profile_loads() {
+        // The extremes `calibrate` can write: one unit, zero latencies,
+        // 1 B/s for a probe that moved nothing, a 1 s controller for one
+        // measured IOPS, the largest driver cost it fits, full jitter.
+        use crate::block::driver::QueueLimits;
+        let q = QueueLimits {
+            capacity: 1 << 20,
+            logical_block_size: 4096,
+            nr_hw_queues: 4096,
+            queue_depth: 10240,
+            rotational: true,
+            write_cache: true,
+            max_hw_sectors_kb: 4,
+            max_segments: 65535,
+            budget: false,
+        };
+        let m = Measured {
+            device: "/dev/loop0".into(),
+            backing: None,
+            fio_version: "fio-3.33".into(),
+            probe_time: 1_000_000_000,
+            passes: 1,
+            queue: q.clone(),
+            points: vec![Point::default(); PROBES.len()],
+        };
+        let nvme = crate::device::nvme::NvmeParams {
+            units: 1,
+            read_ns: 0,
+            unit_bandwidth: 1,
+            controller_ns: 1_000_000_000,
+            link_read_bandwidth: 1,
+            link_write_bandwidth: 1,
+            write_ns: 0,
+            write_buffer: 32 << 20,
+            write_drain_bandwidth: 1,
+            trim_ns: 0,
+            flush_ns: 0,
+            jitter: 1.0,
+        };
+        let fits = [
+            (Params::Nvme(nvme.clone()), None),
+            (
+                Params::Nvme(nvme),
+                Some(crate::block::cpu::CpuCosts {
+                    driver_ns: 100_000,
+                    ..Default::default()
+                }),
+            ),
+            (
+                Params::Ram(crate::device::ram::RamParams {
+                    latency_ns: 0,
+                    bandwidth: 1,
+                }),
+                None,
+            ),
+        ];
+        for (params, cpu) in fits {
+            let fit = Fit {
+                params,
+                cpu,
+                queue: q.clone(),
+                simulated: Vec::new(),
+                error: 0.5,
+            };
+            let text = profile_toml(&m, &[fit], "extreme");
+            if let Err(e) = crate::device::profile::from_text(&text, "calibrated.toml") {
+                panic!("{e}\n{text}");
+            }
+        }
+    }
+
+    #[test]
     fn probe_jobs_parse() {
         for p in PROBES {
             let text = p.job("/dev/x", 1500 * NS_PER_MS);

@@ -283,9 +283,30 @@ fn elevator_json(report: &RunReport) -> J {
     let switches = m
         .switches
         .iter()
-        .map(|(at, name)| {
+        .enumerate()
+        .map(|(i, (at, name))| {
             let mut s = Obj::new();
             s.uint("at_ns", *at).str("scheduler", name);
+            // What became of it, when known (simulation).
+            if let Some(o) = m.switch_log.get(i) {
+                use super::SwitchOutcome as O;
+                let (outcome, start, done) = match *o {
+                    O::Switched { drain_start, done } => {
+                        ("switched", Some(drain_start), Some(done))
+                    }
+                    O::AlreadyActive => ("already_active", None, None),
+                    O::Superseded { drain_start } => ("superseded", Some(drain_start), None),
+                    O::Unfinished { drain_start, .. } => ("unfinished", Some(drain_start), None),
+                    O::NotReached { .. } => ("not_reached", None, None),
+                };
+                s.str("outcome", outcome);
+                if let Some(t) = start {
+                    s.uint("drain_start_ns", t);
+                }
+                if let Some(t) = done {
+                    s.uint("done_ns", t);
+                }
+            }
             s.done()
         })
         .collect();

@@ -74,6 +74,13 @@ pub fn render(report: &RunReport) -> String {
 /// further clones), the version line and "Starting N processes".
 pub fn render_preamble(report: &RunReport) -> String {
     let mut out = String::new();
+    // fio prints nothing about scheduler switches; elevator adds one line
+    // before fio's job lines when the run had any.
+    let m = &report.elevator;
+    if let Some(line) = super::switches::preamble_line(&m.switches, &m.switch_log) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     for job in &report.jobs {
         let s = &job.spec;
         if s.clone_index == 0 {

@@ -60,6 +60,35 @@ pub struct ElevatorMeta {
     pub spec: Option<serde_json::Value>,
     /// What the user should know about the run (a switch that failed...).
     pub warnings: Vec<String>,
+    /// What became of each of `switches`, in the same order (simulation
+    /// only; empty when unknown, e.g. for a report read from fio's JSON).
+    pub switch_log: Vec<SwitchOutcome>,
+}
+
+/// What became of one requested scheduler switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwitchOutcome {
+    /// The queue drained from `drain_start` to `done`, then switched.
+    Switched { drain_start: Ns, done: Ns },
+    /// The scheduler was already the requested one: nothing happened.
+    AlreadyActive,
+    /// A later switch was requested while this one drained (from
+    /// `drain_start`) and took its place.
+    Superseded { drain_start: Ns },
+    /// Asked for, still draining when the run ended.
+    Unfinished { drain_start: Ns, run_end: Ns },
+    /// The run ended at `run_end`, before the switch's time.
+    NotReached { run_end: Ns },
+}
+
+impl SwitchOutcome {
+    /// Whether the switch took place (or had nothing to do).
+    pub fn happened(&self) -> bool {
+        matches!(
+            self,
+            SwitchOutcome::Switched { .. } | SwitchOutcome::AlreadyActive
+        )
+    }
 }
 
 /// A whole run, ready to print.
@@ -78,6 +107,7 @@ pub mod fio_json;
 pub mod fio_terse;
 pub mod fio_text;
 pub mod numfmt;
+pub mod switches;
 pub mod table;
 
 /// The fio version whose output layout we reproduce (the "fio version" string

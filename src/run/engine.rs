@@ -110,6 +110,45 @@ fn build_cgroups(jobfile: &JobFile, cfg: &Config) -> Result<(CgroupTree, Vec<u16
     Ok((tree, ids))
 }
 
+/// The most memory the jobs' own state (files, stream state, I/O units) may
+/// take: the simulator's limit, not fio's (fio would need iodepth x bs of
+/// I/O buffers and a file structure per file on top). The per-job limits
+/// of fio and the kernel (iodepth, nrfiles) are checked by the job parser;
+/// this bounds their product with numjobs, before anything is allocated.
+pub const MAX_JOB_STATE_BYTES: u64 = 1 << 30;
+
+fn check_state_bytes(jobs: &[crate::job::JobSpec]) -> Result<(), Error> {
+    let (mut files, mut units) = (0u64, 0u64);
+    let (mut file_bytes, mut unit_bytes) = (0u64, 0u64);
+    for spec in jobs {
+        let depth = u64::from(crate::task::fio::depth(spec)) + 1;
+        files += u64::from(spec.nrfiles.max(1));
+        units += depth;
+        file_bytes = file_bytes.saturating_add(workload::state_bytes(spec));
+        unit_bytes = unit_bytes.saturating_add(depth * crate::task::fio::UNIT_BYTES);
+    }
+    let bytes = file_bytes.saturating_add(unit_bytes);
+    if bytes > MAX_JOB_STATE_BYTES {
+        let option = if unit_bytes >= file_bytes {
+            "iodepth"
+        } else {
+            "nrfiles"
+        };
+        return Err(InputError::new(
+            option,
+            format!(
+                "{} jobs with {units} I/O units and {files} files in all would need {} MiB of \
+                 simulator state, more than its limit of {} MiB; lower numjobs or {option}",
+                jobs.len(),
+                bytes >> 20,
+                MAX_JOB_STATE_BYTES >> 20
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
 fn input(message: String) -> Error {
     Error::Input(InputError {
         file: None,
@@ -149,6 +188,7 @@ pub struct Simulation {
 
 impl Simulation {
     pub fn new(jobfile: &JobFile, cfg: Config) -> Result<Simulation, Error> {
+        check_state_bytes(&jobfile.jobs)?;
         let dev = device::build(&cfg.profile, stream_seed(cfg.seed, 0xdead)).map_err(input)?;
         let (cgroups, cg_ids) = build_cgroups(jobfile, &cfg)?;
         let cpus = cfg.machine.cpus as usize;
@@ -261,7 +301,7 @@ impl Simulation {
                 break;
             }
             if job.phase == Phase::Waiting {
-                let at = now + job.start;
+                let at = now.saturating_add(job.start);
                 let cap = self.cfg.max_runtime;
                 let (task, job, mut cx) = self.task_cx(j as u32);
                 job.start(task, at, cap, &mut cx);
@@ -517,6 +557,11 @@ impl Simulation {
                     .collect(),
                 spec: None,
                 warnings: std::mem::take(&mut self.block.warnings),
+                switch_log: super::switches::outcomes(
+                    self.cfg.switches.len(),
+                    self.block.switch_log(),
+                    end,
+                ),
             },
             timestamp: 0,
         })

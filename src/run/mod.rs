@@ -11,6 +11,7 @@
 pub mod engine;
 pub mod settings;
 pub mod spec;
+pub mod switches;
 
 pub use spec::{DeviceSource, JobSource, RunSpec, Setting, Switch, DEFAULT_SEED};
 
@@ -53,7 +54,9 @@ impl std::fmt::Display for InputError {
             _ => {}
         }
         match &self.option {
-            Some(o) if self.file.is_some() => write!(f, "option '{o}': ")?,
+            // A job file's option, as the parser's errors name them.
+            Some(o) if self.file.is_some() || job::is_fio_option(o) => write!(f, "option '{o}': ")?,
+            // A command-line setting or a spec field.
             Some(o) => write!(f, "{o}: ")?,
             None => {}
         }
@@ -127,8 +130,28 @@ pub fn run_with_progress(
 ) -> Result<RunReport, Error> {
     let jobfile = parse_job(spec)?;
     let plan = engine::Config::resolve_on(spec, &jobfile, load_device(&spec.device)?)?;
+    // A switch after every job's end never happens: say so (before the
+    // run's own warnings), and after the run for the others that did not.
+    let named: Vec<(Ns, String)> = plan
+        .switches
+        .iter()
+        .map(|(at, t)| (*at, t.name.to_string()))
+        .collect();
+    let early = switches::warnings_before_run(&jobfile.jobs, plan.max_runtime, &named);
     let sim = engine::Simulation::new(&jobfile, plan)?;
     let mut report = sim.run(progress)?;
+    let m = &mut report.elevator;
+    let mut warnings: Vec<String> = early.iter().map(|(_, w)| w.clone()).collect();
+    warnings.append(&mut m.warnings);
+    for (i, ((at, name), outcome)) in m.switches.iter().zip(&m.switch_log).enumerate() {
+        if early.iter().any(|(w, _)| *w == i) {
+            continue;
+        }
+        if let Some(w) = crate::report::switches::warning_after_run(*at, name, outcome) {
+            warnings.push(w);
+        }
+    }
+    m.warnings = warnings;
     report.elevator.spec =
         Some(serde_json::to_value(spec).map_err(|e| Error::Internal(e.to_string()))?);
     report.timestamp = spec.timestamp;

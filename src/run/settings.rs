@@ -45,7 +45,7 @@ pub fn interpret(
     for s in settings {
         let (k, v) = (s.name.trim(), s.value.as_str());
         if let Some(name) = k.strip_prefix("iosched/") {
-            check_tunable(s, name, schedulers)?;
+            check_tunable(s, name, v, schedulers)?;
             out.iosched.push((name.to_string(), v.to_string()));
         } else if let Some(name) = k.strip_prefix("cpu/") {
             set_cost(&mut out.cpu_costs, name, v).map_err(|e| bad(s, e))?;
@@ -66,21 +66,33 @@ pub fn interpret(
     Ok(out)
 }
 
-/// `iosched/NAME` must name a tunable of some scheduler of the run.
+/// `iosched/NAME` must name a tunable of some scheduler of the run, and
+/// every scheduler that has it must take the value (so no switch fails on
+/// it in mid-run).
 fn check_tunable(
     s: &Setting,
     name: &str,
+    value: &str,
     schedulers: &[&'static ElevatorType],
 ) -> Result<(), InputError> {
     let mut known: Vec<&'static str> = Vec::new();
+    let mut found = false;
     for t in schedulers {
-        for n in sched::tunable_names(t) {
+        let names = sched::tunable_names(t);
+        if names.contains(&name) {
+            found = true;
+            if let Some(mut e) = t.instantiate() {
+                e.set_tunable(name, value)
+                    .map_err(|err| bad(s, format!("{err} (for {})", t.name)))?;
+            }
+        }
+        for n in names {
             if !known.contains(&n) {
                 known.push(n);
             }
         }
     }
-    if known.contains(&name) {
+    if found {
         return Ok(());
     }
     let names: Vec<&str> = schedulers.iter().map(|t| t.name).collect();

@@ -55,6 +55,18 @@ struct Piece {
     last: bool,
 }
 
+/// I/O units a job keeps: synchronous engines run at depth 1 (as fio caps
+/// them).
+pub fn depth(spec: &JobSpec) -> u32 {
+    match spec.ioengine.kind {
+        EngineKind::Sync => 1,
+        _ => spec.iodepth.max(1),
+    }
+}
+
+/// Simulator memory per I/O unit (the unit and its free-list slot).
+pub const UNIT_BYTES: u64 = (std::mem::size_of::<IoU>() + std::mem::size_of::<u32>()) as u64;
+
 /// A fio job and its state.
 pub struct FioJob {
     pub spec: JobSpec,
@@ -107,10 +119,7 @@ impl FioJob {
         costs: SyscallCosts,
     ) -> FioJob {
         let kind = spec.ioengine.kind;
-        let depth = match kind {
-            EngineKind::Sync => 1,
-            _ => spec.iodepth.max(1),
-        };
+        let depth = depth(spec);
         FioJob {
             spec: spec.clone(),
             gen,
@@ -152,13 +161,14 @@ impl FioJob {
     pub fn start(&mut self, task: &mut Task, at: Ns, cap: Option<Ns>, cx: &mut TaskCx) {
         self.phase = Phase::Running;
         self.start = at;
-        self.ramp_end = at + self.spec.ramp_time;
+        // Times from the job file add up: saturate (Ns::MAX is "never").
+        self.ramp_end = at.saturating_add(self.spec.ramp_time);
         let run_limit = match (self.spec.runtime, cap) {
-            (Some(r), Some(c)) => Some((self.spec.ramp_time + r).min(c)),
-            (Some(r), None) => Some(self.spec.ramp_time + r),
+            (Some(r), Some(c)) => Some(self.spec.ramp_time.saturating_add(r).min(c)),
+            (Some(r), None) => Some(self.spec.ramp_time.saturating_add(r)),
             (None, c) => c,
         };
-        self.deadline = run_limit.map_or(Ns::MAX, |l| at + l);
+        self.deadline = run_limit.map_or(Ns::MAX, |l| at.saturating_add(l));
         task.sleep = None;
         cx.wake_at(task, at);
         if self.deadline != Ns::MAX {
@@ -243,7 +253,7 @@ impl FioJob {
         }
         if self.spec.thinktime > 0 && self.ios_since_think >= self.spec.thinktime_blocks.max(1) {
             self.ios_since_think = 0;
-            self.think_until = now + self.spec.thinktime;
+            self.think_until = now.saturating_add(self.spec.thinktime);
         }
         if now < self.think_until {
             task.sleep = Some(SleepReason::ThinkTime);

@@ -55,6 +55,24 @@ pub struct IoUnit {
     pub len: u64,
 }
 
+/// An upper bound on the bytes `layout` and `Generator::new` allocate for
+/// one job, from its spec alone (so a caller can refuse a run before
+/// allocating anything): per file its region (twice while the layout is
+/// built), its stream state, a random picker per block-size group (at most
+/// three) and, with a zoned distribution, three zoned pickers.
+pub fn state_bytes(spec: &JobSpec) -> u64 {
+    use std::mem::size_of;
+    let files = u64::from(spec.nrfiles.max(1)).max(spec.filenames.len() as u64);
+    let mut per_file =
+        2 * size_of::<Region>() + size_of::<FileState>() + 3 * size_of::<RandomBlocks>();
+    if let Some(zones) = &spec.random_zones {
+        let n: usize = zones.iter().map(Vec::len).sum::<usize>() + 3;
+        per_file +=
+            3 * (size_of::<ZonedBlocks>() + size_of::<[u16; 100]>()) + n * size_of::<(u64, u64)>();
+    }
+    files.saturating_mul(per_file as u64)
+}
+
 /// Marks a sequential stream that must (re)start at its first offset.
 const RESTART: u64 = u64::MAX;
 
