@@ -18,7 +18,7 @@ use crate::sim::event::{Event, EventQueue};
 use crate::sim::time::{Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
-use request::{flags, IoPrio, Op, Request, RequestArena, RqId, NIL};
+use request::{flags, op_is_sync, IoPrio, Op, Request, RequestArena, RqId, NIL};
 use std::collections::VecDeque;
 
 /// BLK_MQ_RESOURCE_DELAY: re-run a queue 3 ms after a resource shortage or a
@@ -549,7 +549,7 @@ impl BlockLayer {
     /// Take a tag and set the request up (`blk_mq_get_new_requests`).
     fn alloc_request(&mut self, env: &mut Env, b: &BioSubmit, hctx: usize) -> Option<RqId> {
         let bypass = b.op == Op::Flush || b.flags & flags::PASSTHROUGH != 0;
-        let sync = b.op == Op::Read || b.flags & flags::SYNC != 0;
+        let sync = op_is_sync(b.op, b.flags);
         let cpu = self.cpu_index(b.cpu);
         match &self.elv {
             Some(_) if self.elv_props.legacy => {
@@ -580,8 +580,7 @@ impl BlockLayer {
         }
         self.inv.requests_allocated += 1;
         let use_sched = self.elv.is_some() && !bypass;
-        let mut rflags = b.flags
-            & (flags::SYNC | flags::FUA | flags::PREFLUSH | flags::PASSTHROUGH | flags::NOMERGE);
+        let mut rflags = b.flags & flags::REQ_MASK;
         if self.elv.is_none() {
             rflags |= flags::DRIVER_TAG;
         }
