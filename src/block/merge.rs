@@ -129,7 +129,7 @@ impl BlockLayer {
         if in_hash && kind == MergeKind::Back {
             self.hash_add(rq);
         }
-        self.disk.merges[b.op.dir()] += 1;
+        self.stats.merge_bio(&self.rqs[rq]);
         Try::Merged
     }
 
@@ -343,6 +343,8 @@ impl BlockLayer {
             self.last_merge = rq;
         }
         self.rqs[next].flags &= !flags::IN_ELV;
+        // blk_account_io_merge_request: a merge, and no longer in flight.
+        self.stats.merge_request(&self.rqs[next]);
         self.inv.requests_merged_away += 1;
         let use_sched = self.rqs[next].has(flags::USE_SCHED);
         self.free_request(env, next, use_sched);

@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod knobs;
 mod merge;
 pub mod request;
+pub mod stat;
 
 use crate::cgroup::CgroupTable;
 use crate::device::{Device, DeviceCmd, DeviceOut, Submit};
@@ -19,6 +20,7 @@ use crate::sim::time::{Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
 use request::{flags, op_is_sync, IoPrio, Op, Request, RequestArena, RqId, NIL};
+use stat::DiskStats;
 use std::collections::VecDeque;
 
 /// BLK_MQ_RESOURCE_DELAY: re-run a queue 3 ms after a resource shortage or a
@@ -94,37 +96,6 @@ impl Plug {
 struct Bio {
     owner: u64,
     next: u32,
-}
-
-/// /proc/diskstats counters for the device, integrated over time.
-#[derive(Clone, Debug, Default)]
-pub struct DiskCounters {
-    pub ios: [u64; 2],
-    pub sectors: [u64; 2],
-    pub merges: [u64; 2],
-    /// Sum of request lifetimes per direction, ns.
-    pub ticks_ns: [u64; 2],
-    /// Time with at least one request in flight, ns.
-    pub io_ticks_ns: u64,
-    /// Integral of requests in flight over time, ns.
-    pub in_queue_ns: u64,
-    in_flight: u64,
-    last_change: Ns,
-}
-
-impl DiskCounters {
-    fn account(&mut self, now: Ns) {
-        let dt = now.saturating_sub(self.last_change);
-        if self.in_flight > 0 {
-            self.io_ticks_ns += dt;
-            self.in_queue_ns += dt * self.in_flight;
-        }
-        self.last_change = now;
-    }
-    /// Bring the time integrals up to `now`.
-    pub fn settle(&mut self, now: Ns) {
-        self.account(now);
-    }
 }
 
 struct Hctx {
@@ -207,7 +178,8 @@ pub struct BlockLayer {
     cgroups: CgroupTable,
     /// `iosched/NAME=VALUE` settings applied to every scheduler that has NAME.
     iosched_settings: Vec<(String, String)>,
-    pub disk: DiskCounters,
+    /// `/sys/block/DEV/stat` counters (stat.rs).
+    pub stats: DiskStats,
     pub inv: Invariants,
     /// CPU clocks and the queue lock.
     pub cpu: CpuState,
@@ -292,7 +264,7 @@ impl BlockLayer {
             timers: Vec::new(),
             cgroups,
             iosched_settings,
-            disk: DiskCounters::default(),
+            stats: DiskStats::default(),
             inv: Invariants::default(),
             cpu: CpuState::new(nr_cpus.max(1)),
             sched_cost: costs.sched_cost("none"),
@@ -601,8 +573,7 @@ impl BlockLayer {
             ..Request::empty()
         });
         // Disk accounting starts when the request is created (blk_account_io_start).
-        self.disk.account(env.now);
-        self.disk.in_flight += 1;
+        self.stats.io_start(env.now, &mut self.rqs[id]);
         if use_sched {
             self.with_elv(env, |e, ctx| e.prepare_request(ctx, id));
         }
@@ -994,36 +965,11 @@ impl BlockLayer {
 
     /// The device completed `rq`.
     pub fn device_complete(&mut self, env: &mut Env, rq: RqId) {
-        let (op, sectors, start, hctx, use_sched) = {
-            let r = &self.rqs[rq];
-            (
-                r.op,
-                r.nr_sectors,
-                r.start_ns,
-                r.hctx as usize,
-                r.has(flags::USE_SCHED),
-            )
-        };
-        self.inv.requests_completed += 1;
+        let hctx = self.rqs[rq].hctx as usize;
         // Completion runs on the submitting CPU (rq_affinity=1).
         self.cpu.begin(self.rqs[rq].cpu, env.now);
         self.cpu.charge(self.costs.complete_ns);
-        if op != Op::Flush {
-            let d = op.dir();
-            self.disk.ios[d] += 1;
-            self.disk.sectors[d] += sectors as u64;
-            self.disk.ticks_ns[d] += env.now - start;
-        }
-        if use_sched {
-            self.sched_work(self.sched_cost.complete_ns);
-            if self.elv_props.completed_hook {
-                self.with_elv(env, |e, ctx| {
-                    e.completed_request(ctx, rq);
-                });
-            }
-        }
-        self.end_bios(env, rq);
-        self.free_request(env, rq, use_sched);
+        self.end_request(env, rq, true);
         self.device.completed(env.now, rq, &mut self.dev_out);
         self.drain_device_out(env);
         if self.frozen {
@@ -1055,6 +1001,28 @@ impl BlockLayer {
         self.cpu.end();
     }
 
+    /// `blk_mq_end_request`: the request's bytes are done (`account_bytes`;
+    /// false when a flush sequence's data step counted them), the scheduler
+    /// and the statistics see its end, its bios complete, it is freed.
+    pub(super) fn end_request(&mut self, env: &mut Env, rq: RqId, account_bytes: bool) {
+        let use_sched = self.rqs[rq].has(flags::USE_SCHED);
+        if account_bytes {
+            self.stats.io_completion(&self.rqs[rq]);
+        }
+        if use_sched {
+            self.sched_work(self.sched_cost.complete_ns);
+            if self.elv_props.completed_hook {
+                self.with_elv(env, |e, ctx| {
+                    e.completed_request(ctx, rq);
+                });
+            }
+        }
+        self.stats.io_done(env.now, &self.rqs[rq]);
+        self.inv.requests_completed += 1;
+        self.end_bios(env, rq);
+        self.free_request(env, rq, use_sched);
+    }
+
     fn end_bios(&mut self, env: &mut Env, rq: RqId) {
         let mut b = self.rqs[rq].bio_head;
         while b != u32::MAX {
@@ -1077,8 +1045,6 @@ impl BlockLayer {
         if use_sched {
             self.with_elv(env, |e, ctx| e.finish_request(ctx, rq));
         }
-        self.disk.account(env.now);
-        self.disk.in_flight -= 1;
         let hctx = self.rqs[rq].hctx as usize;
         let sync = self.rqs[rq].is_sync();
         self.put_driver_tag(rq);

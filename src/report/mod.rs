@@ -55,6 +55,9 @@ pub struct ElevatorMeta {
     pub seed: u64,
     /// Scheduler switches `(at_ns, name)`.
     pub switches: Vec<(Ns, String)>,
+    /// `/sys/block/DEV/stat` at the end of the run (simulation), printed as
+    /// `"disk_stats"`.
+    pub disk_stats: Option<crate::block::stat::DiskStatFields>,
 }
 
 /// A whole run, ready to print.

@@ -12,7 +12,7 @@ use crate::block::{BioDone, BioSubmit, BlockLayer, Env, Plug, SubmitResult};
 use crate::cgroup::{CgroupTable, IOPRIO_DEFAULT_LEVEL};
 use crate::device::{self, Profile};
 use crate::job::{Ddir, EngineKind, IoPrioClass, JobFile, JobSpec};
-use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport};
+use crate::report::{ElevatorMeta, JobResult, JobStatus, RunReport};
 use crate::stats::JobStats;
 use crate::workload::{self, Generator, IoUnit, RateLimiter};
 use rand::Rng;
@@ -825,7 +825,6 @@ impl Simulation {
 
     fn finish(mut self) -> Result<RunReport, String> {
         let end = self.now;
-        self.block.disk.settle(end);
         for (j, job) in self.jobs.iter().enumerate() {
             if matches!(job.phase, Phase::Running | Phase::Draining | Phase::Waiting) {
                 return Err(format!(
@@ -845,7 +844,6 @@ impl Simulation {
             "every request ends exactly once"
         );
         assert_eq!(self.block.live_requests(), 0, "no request outlives the run");
-        let d = &self.block.disk;
         let first_start = self
             .jobs
             .iter()
@@ -854,19 +852,9 @@ impl Simulation {
             .min()
             .unwrap_or(0);
         let span = end.saturating_sub(first_start).max(1);
-        let disk = DiskUtil {
-            name: self.disk_name.clone(),
-            read_ios: d.ios[0],
-            write_ios: d.ios[1],
-            read_sectors: d.sectors[0],
-            write_sectors: d.sectors[1],
-            read_merges: d.merges[0],
-            write_merges: d.merges[1],
-            read_ticks: d.ticks_ns[0] / 1_000_000,
-            write_ticks: d.ticks_ns[1] / 1_000_000,
-            in_queue: d.in_queue_ns / 1_000_000,
-            util: (d.io_ticks_ns as f64 * 100.0 / span as f64).min(100.0),
-        };
+        // fio's disk_util and /sys/block/DEV/stat at the end (block/stat.rs).
+        let disk = self.block.stats.fio_disk_util(end, &self.disk_name, span);
+        let disk_stats = self.block.stats.read(end);
         let mut knobs = vec![
             (
                 "scheduler".to_string(),
@@ -943,6 +931,7 @@ impl Simulation {
                 knobs,
                 seed: self.cfg.seed,
                 switches: self.cfg.switches.clone(),
+                disk_stats: Some(disk_stats),
             },
             timestamp,
         })
