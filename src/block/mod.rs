@@ -10,7 +10,10 @@ pub mod cpu;
 pub mod knobs;
 mod merge;
 pub mod request;
+pub mod rq_qos;
 pub mod stat;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 use crate::cgroup::CgroupTable;
 use crate::device::{Device, DeviceCmd, DeviceOut, Submit};
@@ -20,6 +23,7 @@ use crate::sim::time::{Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
 use request::{flags, op_is_sync, IoPrio, Op, Request, RequestArena, RqId, NIL};
+use rq_qos::{RqQos, TaskStage, Throttle};
 use stat::DiskStats;
 use std::collections::VecDeque;
 
@@ -63,9 +67,20 @@ pub struct BioDone {
 pub enum SubmitResult {
     /// The bio was taken (merged, plugged, queued or issued).
     Taken,
-    /// The task sleeps (no tag, or queue frozen); it is woken through `Env::woken`
-    /// and must submit the same bio again.
-    Sleep,
+    /// The task sleeps; it is woken through `Env::woken` and must submit the
+    /// same bio again.
+    Sleep(SleepReason),
+}
+
+/// Why a submitting task sleeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SleepReason {
+    /// No tag (`blk_mq_get_tag`), or no legacy request.
+    Tag,
+    /// The queue is frozen (`blk_queue_enter`, scheduler switch).
+    Frozen,
+    /// An rq-qos policy throttled the bio (`rq_qos_throttle`, e.g. WBT).
+    RqQos,
 }
 
 /// What block-layer calls need from the simulator.
@@ -96,6 +111,8 @@ impl Plug {
 struct Bio {
     owner: u64,
     next: u32,
+    /// BIO_QOS_THROTTLED / BIO_QOS_MERGED.
+    qos_flags: u32,
 }
 
 struct Hctx {
@@ -154,6 +171,9 @@ pub struct BlockLayer {
     pub rqs: RequestArena,
     bios: Vec<Bio>,
     bio_free: Vec<u32>,
+    /// What rq-qos `done_bio` needs of each bio, by bio index; kept only
+    /// while a policy is attached (rq_qos.rs).
+    bio_qos: Vec<rq_qos::QosBio>,
     hctxs: Vec<Hctx>,
     nr_cpus: usize,
     cpu_hctx: Vec<u16>,
@@ -181,6 +201,9 @@ pub struct BlockLayer {
     /// `/sys/block/DEV/stat` counters (stat.rs).
     pub stats: DiskStats,
     pub inv: Invariants,
+    /// The rq-qos policies (rq_qos.rs).
+    qos: RqQos,
+    qos_timers: Vec<(Ns, u64)>,
     /// CPU clocks and the queue lock.
     pub cpu: CpuState,
     costs: CpuCosts,
@@ -238,6 +261,7 @@ impl BlockLayer {
             rqs: RequestArena::new(),
             bios: Vec::new(),
             bio_free: Vec::new(),
+            bio_qos: Vec::new(),
             hctxs: Vec::new(),
             nr_cpus: nr_cpus.max(1),
             cpu_hctx: Vec::new(),
@@ -266,6 +290,8 @@ impl BlockLayer {
             iosched_settings,
             stats: DiskStats::default(),
             inv: Invariants::default(),
+            qos: RqQos::new(),
+            qos_timers: Vec::new(),
             cpu: CpuState::new(nr_cpus.max(1)),
             sched_cost: costs.sched_cost("none"),
             costs,
@@ -443,7 +469,7 @@ impl BlockLayer {
                 self.flush_plug(env, p, true);
             }
             self.freeze_waiters.push(b.pid);
-            return SubmitResult::Sleep;
+            return SubmitResult::Sleep(SleepReason::Frozen);
         }
         let cpu = self.cpu_index(b.cpu) as usize;
         let hctx = self.cpu_hctx[cpu] as usize;
@@ -457,9 +483,23 @@ impl BlockLayer {
             });
             return SubmitResult::Taken;
         }
-        if self.try_merge_bio(env, b, cpu, hctx, plug.as_deref_mut()) {
+        // rq-qos (rq_qos.rs): a task woken from a throttle sleep resumes
+        // inside `rq_qos_throttle`, after the merge attempts.
+        let qos = !self.qos.is_empty();
+        let resumed = qos && matches!(self.qos.stage(b.pid), Some(TaskStage::Waiting(_)));
+        if !resumed && self.try_merge_bio(env, b, cpu, hctx, plug.as_deref_mut()) {
+            if qos && self.qos.stage(b.pid) == Some(TaskStage::Passed) {
+                self.qos_cleanup(env, b);
+            }
             self.inv.bios_submitted += 1;
             return SubmitResult::Taken;
+        }
+        if qos && self.qos_throttle(env, b) == Throttle::Wait {
+            // The task sleeps in the policy, which flushes its plug.
+            if let Some(p) = plug {
+                self.flush_plug(env, p, true);
+            }
+            return SubmitResult::Sleep(SleepReason::RqQos);
         }
         let rq = match self.alloc_request(env, b, hctx) {
             Some(rq) => rq,
@@ -473,19 +513,24 @@ impl BlockLayer {
                     Some(rq) => rq,
                     None => {
                         self.hctxs[hctx].tag_waiters.push_back(b.pid);
-                        return SubmitResult::Sleep;
+                        return SubmitResult::Sleep(SleepReason::Tag);
                     }
                 }
             }
         };
         self.inv.bios_submitted += 1;
         self.cpu.charge(self.costs.submit_ns);
-        let bio = self.new_bio(b);
+        let bio = self.new_bio(b, env.now);
         {
             let r = &mut self.rqs[rq];
             r.bio_head = bio;
             r.bio_tail = bio;
             r.nr_bios = 1;
+        }
+        if qos {
+            self.qos.leave(b.pid);
+            self.bios[bio as usize].qos_flags |= flags::BIO_QOS_THROTTLED;
+            self.qos_track(env, rq, b);
         }
         if let Some(p) = plug {
             if b.flags & flags::PASSTHROUGH == 0 && b.op != Op::Flush {
@@ -504,18 +549,23 @@ impl BlockLayer {
         SubmitResult::Taken
     }
 
-    fn new_bio(&mut self, b: &BioSubmit) -> u32 {
+    fn new_bio(&mut self, b: &BioSubmit, now: Ns) -> u32 {
         let bio = Bio {
             owner: b.owner,
             next: u32::MAX,
+            qos_flags: 0,
         };
-        if let Some(i) = self.bio_free.pop() {
+        let i = if let Some(i) = self.bio_free.pop() {
             self.bios[i as usize] = bio;
             i
         } else {
             self.bios.push(bio);
             (self.bios.len() - 1) as u32
+        };
+        if !self.qos.is_empty() {
+            self.qos_keep_bio(i, b, now);
         }
+        i
     }
 
     /// Take a tag and set the request up (`blk_mq_get_new_requests`).
@@ -792,10 +842,18 @@ impl BlockLayer {
         match self.device.submit(self.dev_clock, &cmd, &mut self.dev_out) {
             Submit::Accepted => {
                 self.rqs[rq].dispatch_ns = self.dev_clock;
+                // blk_mq_start_request: rq_qos_issue.
+                if !self.qos.is_empty() {
+                    self.qos_issue(env, rq);
+                }
                 self.drain_device_out(env);
                 true
             }
             Submit::Busy => {
+                // BLK_STS_RESOURCE: __blk_mq_requeue_request calls rq_qos_requeue.
+                if !self.qos.is_empty() {
+                    self.qos_requeue(env, rq);
+                }
                 self.drain_device_out(env);
                 false
             }
@@ -1027,6 +1085,9 @@ impl BlockLayer {
         let mut b = self.rqs[rq].bio_head;
         while b != u32::MAX {
             let bio = self.bios[b as usize];
+            if bio.qos_flags != 0 && !self.qos.is_empty() {
+                self.qos_done_bio(env, b);
+            }
             env.done.push(BioDone {
                 owner: bio.owner,
                 at: self.cpu.now().max(env.now),
@@ -1044,6 +1105,9 @@ impl BlockLayer {
     fn free_request(&mut self, env: &mut Env, rq: RqId, use_sched: bool) {
         if use_sched {
             self.with_elv(env, |e, ctx| e.finish_request(ctx, rq));
+        }
+        if !self.qos.is_empty() {
+            self.qos_done(env, rq);
         }
         let hctx = self.rqs[rq].hctx as usize;
         let sync = self.rqs[rq].is_sync();
@@ -1107,6 +1171,10 @@ impl BlockLayer {
             self.attach(None).expect("none always attaches");
         }
         self.inv.switches += 1;
+        if !self.qos.is_empty() {
+            // nr_requests went back to the new scheduler's default.
+            self.qos_depth_changed(env);
+        }
         self.frozen = false;
         env.woken.append(&mut self.freeze_waiters);
         for h in self.hctxs.iter_mut() {

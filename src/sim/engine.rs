@@ -390,6 +390,9 @@ impl Simulation {
                 Event::ElvTimer(tok) => {
                     self.with_block(t, |b, env| b.elv_timer(env, tok));
                 }
+                Event::QosTimer(tok) => {
+                    self.with_block(t, |b, env| b.rq_qos_timer(env, tok));
+                }
                 Event::Switch(i) => {
                     let name = self.switches[i as usize].1.clone();
                     self.with_block(t, |b, env| b.request_switch(env, &name))?;
@@ -744,7 +747,7 @@ impl Simulation {
                         self.issued.push(p.slot);
                     }
                 }
-                SubmitResult::Sleep => {
+                SubmitResult::Sleep(_) => {
                     job.sleeping = true;
                     break;
                 }

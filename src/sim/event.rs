@@ -26,6 +26,8 @@ pub enum Event {
     QueueRun(u16),
     /// An elevator timer with the elevator's token.
     ElvTimer(u64),
+    /// An rq-qos policy's timer (block/rq_qos.rs token: policy serial and token).
+    QosTimer(u64),
     /// A scheduler switch requested with `--switch` (index into the switch list).
     Switch(u32),
 }
@@ -83,7 +85,7 @@ impl EventQueue {
             Event::DeviceComplete(rq) => small(KIND_DEVICE_COMPLETE, rq as u64),
             Event::QueueRun(h) => small(KIND_QUEUE_RUN, h as u64),
             Event::Switch(i) => small(KIND_SWITCH, i as u64),
-            Event::DeviceWake(_) | Event::ElvTimer(_) => None,
+            Event::DeviceWake(_) | Event::ElvTimer(_) | Event::QosTimer(_) => None,
         };
         code.unwrap_or_else(|| self.store_in_slab(ev))
     }
