@@ -196,3 +196,55 @@ fn tag_waiters_are_not_starved_when_jobs_outnumber_tags() {
     let min = writers.iter().cloned().fold(f64::MAX, f64::min);
     assert!(min > 0.8 * max, "writers unfair: min {min} max {max}");
 }
+
+fn writes_and_syncs(rep: &RunReport) -> (u64, u64) {
+    let w = rep
+        .jobs
+        .iter()
+        .map(|j| j.stats.total_ios(Ddir::Write))
+        .sum();
+    let s = rep.jobs.iter().map(|j| j.stats.sync_total).sum();
+    (w, s)
+}
+
+#[test]
+fn fsync_writers_share_flushes_on_a_write_back_device() {
+    // Four psync writers with fsync=1: every fsync is an empty PREFLUSH write
+    // through the flush machinery; fsyncs that arrive while a flush runs wait
+    // for the next one and share it.
+    let text = "[global]\nioengine=psync\ndirect=1\nbs=4k\nrw=randwrite\nfsync=1\nruntime=1\ntime_based\nfilename=/dev/sda\n[w]\nnumjobs=4\n";
+    for sched in ["none", "mq-deadline"] {
+        let rep = run(text, cfg(sched, "sata-ssd"));
+        let (writes, syncs) = writes_and_syncs(&rep);
+        let ds = rep.elevator.disk_stats.clone().expect("disk stats");
+        assert!(
+            writes > 1000 && syncs + 4 >= writes,
+            "{sched}: {writes} writes, {syncs} syncs"
+        );
+        assert!(
+            ds.flush_ios > 0 && ds.flush_ios < syncs * 9 / 10,
+            "{sched}: {} device flushes for {syncs} fsyncs",
+            ds.flush_ios
+        );
+        // The kernel counts the empty flush writes as write I/Os.
+        assert_eq!(ds.write_ios, writes + syncs, "{sched}");
+        assert_eq!(ds.write_sectors, writes * 8, "{sched}");
+        assert_eq!(ds.in_flight, 0);
+        assert!(ds.flush_ticks > 0);
+        let sum = ds.read_ticks + ds.write_ticks + ds.discard_ticks + ds.flush_ticks;
+        assert!(ds.time_in_queue >= sum && ds.time_in_queue <= sum + 3);
+        // fio's disk_util is the same counters.
+        let du = &rep.disk_util[0];
+        assert_eq!(
+            (du.write_ios, du.write_ticks),
+            (ds.write_ios, ds.write_ticks)
+        );
+        assert_eq!(du.in_queue, ds.time_in_queue);
+    }
+    // Without a volatile write cache an fsync has nothing to flush: it ends
+    // at submission, no request, nothing counted.
+    let rep = run(text, cfg("none", "nvme"));
+    let (writes, _) = writes_and_syncs(&rep);
+    let ds = rep.elevator.disk_stats.clone().unwrap();
+    assert_eq!((ds.flush_ios, ds.write_ios), (0, writes));
+}

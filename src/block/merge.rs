@@ -7,8 +7,13 @@ use super::{BioSubmit, BlockLayer, Env, Plug, CTX_MERGE_SCAN};
 use crate::block::request::Op;
 use crate::sched::{BioInfo, MergeKind};
 
-const UNMERGEABLE_RQ: u32 =
-    flags::NOMERGE | flags::STARTED | flags::PASSTHROUGH | flags::FUA | flags::PREFLUSH;
+/// REQ_NOMERGE_FLAGS and RQF_NOMERGE_FLAGS (STARTED, FLUSH_SEQ).
+const UNMERGEABLE_RQ: u32 = flags::NOMERGE
+    | flags::STARTED
+    | flags::PASSTHROUGH
+    | flags::FUA
+    | flags::PREFLUSH
+    | flags::FLUSH_SEQ;
 const UNMERGEABLE_BIO: u32 = flags::NOMERGE | flags::PASSTHROUGH | flags::FUA | flags::PREFLUSH;
 
 /// ELV_HASH_BITS (elevator.c): the merge hash has 64 buckets.

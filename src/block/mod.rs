@@ -7,6 +7,7 @@
 //! Facts: reference/kernel-blkmq-deadline-kyber.md §1 (v6.17).
 
 pub mod cpu;
+pub mod flush;
 pub mod knobs;
 mod merge;
 pub mod request;
@@ -164,6 +165,9 @@ pub struct Invariants {
     pub requests_merged_away: u64,
     pub requests_bypassed: u64,
     pub switches: u64,
+    /// Flush commands the flush machinery issued and saw complete.
+    pub flushes_issued: u64,
+    pub flushes_completed: u64,
 }
 
 /// The request queue of one device.
@@ -201,6 +205,12 @@ pub struct BlockLayer {
     /// `/sys/block/DEV/stat` counters (stat.rs).
     pub stats: DiskStats,
     pub inv: Invariants,
+    /// One flush queue per hardware queue (flush.rs).
+    fqs: Vec<flush::FlushQueue>,
+    /// `q->requeue_list` and `q->flush_list` (flush.rs).
+    requeue_list: VecDeque<RqId>,
+    flush_list: VecDeque<RqId>,
+    flush_scratch: VecDeque<RqId>,
     /// The rq-qos policies (rq_qos.rs).
     qos: RqQos,
     qos_timers: Vec<(Ns, u64)>,
@@ -290,6 +300,10 @@ impl BlockLayer {
             iosched_settings,
             stats: DiskStats::default(),
             inv: Invariants::default(),
+            fqs: Vec::new(),
+            requeue_list: VecDeque::new(),
+            flush_list: VecDeque::new(),
+            flush_scratch: VecDeque::new(),
             qos: RqQos::new(),
             qos_timers: Vec::new(),
             cpu: CpuState::new(nr_cpus.max(1)),
@@ -339,6 +353,7 @@ impl BlockLayer {
             per_hctx[h] += 1;
         }
         self.hctxs = per_hctx.iter().map(|&n| Hctx::new(n)).collect();
+        self.fqs = (0..nr_hw).map(|_| flush::FlushQueue::default()).collect();
         self.q.nr_hw_queues = nr_hw as u32;
         self.q.queue_depth = limits.queue_depth;
         // Default nr_requests: the queue depth without a scheduler, 2 × min(QD, 128)
@@ -471,18 +486,21 @@ impl BlockLayer {
             self.freeze_waiters.push(b.pid);
             return SubmitResult::Sleep(SleepReason::Frozen);
         }
+        // PREFLUSH/FUA need a volatile write cache (submit_bio_noacct, flush.rs).
+        let filtered;
+        let b = if b.op == Op::Flush || b.flags & (flags::PREFLUSH | flags::FUA) != 0 {
+            match self.filter_flush_bio(env, b) {
+                Some(nb) => {
+                    filtered = nb;
+                    &filtered
+                }
+                None => return SubmitResult::Taken,
+            }
+        } else {
+            b
+        };
         let cpu = self.cpu_index(b.cpu) as usize;
         let hctx = self.cpu_hctx[cpu] as usize;
-        // A flush to a device without a volatile cache has nothing to do (blk-flush.c).
-        if b.op == Op::Flush && !self.write_cache() {
-            self.inv.bios_submitted += 1;
-            self.inv.bios_completed += 1;
-            env.done.push(BioDone {
-                owner: b.owner,
-                at: env.now,
-            });
-            return SubmitResult::Taken;
-        }
         // rq-qos (rq_qos.rs): a task woken from a throttle sleep resumes
         // inside `rq_qos_throttle`, after the merge attempts.
         let qos = !self.qos.is_empty();
@@ -531,6 +549,13 @@ impl BlockLayer {
             self.qos.leave(b.pid);
             self.bios[bio as usize].qos_flags |= flags::BIO_QOS_THROTTLED;
             self.qos_track(env, rq, b);
+        }
+        // PREFLUSH/FUA: the flush machinery may take the request (flush.rs).
+        if b.flags & (flags::PREFLUSH | flags::FUA) != 0 && self.insert_flush(env, rq) {
+            if self.requeue_pending() {
+                self.run_requeue_work(env);
+            }
+            return SubmitResult::Taken;
         }
         if let Some(p) = plug {
             if b.flags & flags::PASSTHROUGH == 0 && b.op != Op::Flush {
@@ -1027,7 +1052,19 @@ impl BlockLayer {
         // Completion runs on the submitting CPU (rq_affinity=1).
         self.cpu.begin(self.rqs[rq].cpu, env.now);
         self.cpu.charge(self.costs.complete_ns);
-        self.end_request(env, rq, true);
+        if self.rqs[rq].has(flags::FLUSH_SEQ) {
+            // The flush machinery's end_io handlers (flush.rs).
+            if self.rqs[rq].op == Op::Flush {
+                self.flush_end_io(env, rq);
+            } else {
+                self.flush_data_end_io(env, rq);
+            }
+            if self.requeue_pending() {
+                self.run_requeue_work(env);
+            }
+        } else {
+            self.end_request(env, rq, true);
+        }
         self.device.completed(env.now, rq, &mut self.dev_out);
         self.drain_device_out(env);
         if self.frozen {

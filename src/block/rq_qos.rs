@@ -742,7 +742,7 @@ mod block_tests {
     #[test]
     fn throttled_task_sleeps_and_is_woken_by_done() {
         for sched in ["none", "mq-deadline"] {
-            let mut h = Harness::new(TestDevice::new(false, 32), sched, 1);
+            let mut h = Harness::new(TestDevice::new(false, false, 32), sched, 1);
             let c = with_limit(&mut h, 1);
             assert_eq!(h.bl.rq_qos_ids(), vec![RqQosId::Other("inflight-limit")]);
             let w1 = bio(Op::Write, 0, 8, 0, 1, 1);
@@ -771,7 +771,7 @@ mod block_tests {
     #[test]
     fn empty_chain_changes_nothing() {
         let run = |with: bool| {
-            let mut h = Harness::new(TestDevice::new(true, 4), "mq-deadline", 1);
+            let mut h = Harness::new(TestDevice::new(true, false, 4), "mq-deadline", 1);
             if with {
                 with_limit(&mut h, 1000);
             }
@@ -797,7 +797,7 @@ mod block_tests {
 
     #[test]
     fn merge_requeue_and_timer_hooks() {
-        let mut h = Harness::new(TestDevice::new(false, 32), "none", 1);
+        let mut h = Harness::new(TestDevice::new(false, false, 32), "none", 1);
         let lim = {
             let mut l = InflightLimit::new(100, true);
             l.timer_after = Some(NS_PER_MS);
@@ -831,7 +831,7 @@ mod block_tests {
             nr_requests: Some(4),
             ..Default::default()
         };
-        let mut h = Harness::with_knobs(TestDevice::new(false, 1), "mq-deadline", 1, knobs);
+        let mut h = Harness::with_knobs(TestDevice::new(false, false, 1), "mq-deadline", 1, knobs);
         let c = with_limit(&mut h, 100);
         // Four scheduler tags: W1 at the device, three waiting.
         for (i, s) in [0u64, 1000, 2000, 4000].iter().enumerate() {
@@ -855,6 +855,31 @@ mod block_tests {
         assert_eq!(c.borrow().cleaned, 1);
         assert_eq!(c.borrow().merged, 1);
         h.run();
+        clean(&h);
+    }
+
+    #[test]
+    fn driver_requeue_goes_back_to_the_head() {
+        let mut h = Harness::new(TestDevice::new(false, false, 32), "mq-deadline", 1);
+        let c = with_limit(&mut h, 100);
+        *h.hold.borrow_mut() = true;
+        h.submit(bio(Op::Write, 0, 8, 0, 1, 1));
+        h.run_until(0);
+        let id = h.cmds()[0].1.id;
+        *h.hold.borrow_mut() = false;
+        let now = h.now;
+        let (bl, events, done, woken) = (&mut h.bl, &mut h.events, &mut h.done, &mut h.woken);
+        let mut env = crate::block::Env {
+            now,
+            events,
+            done,
+            woken,
+        };
+        bl.requeue_request(&mut env, id);
+        h.run();
+        assert_eq!(h.cmds().len(), 2, "issued again");
+        assert_eq!(h.done_owners(), vec![1]);
+        assert_eq!(c.borrow().requeued, 1);
         clean(&h);
     }
 }

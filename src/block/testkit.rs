@@ -33,7 +33,7 @@ pub struct TestDevice {
 }
 
 impl TestDevice {
-    pub fn new(write_cache: bool, queue_depth: u32) -> TestDevice {
+    pub fn new(write_cache: bool, fua: bool, queue_depth: u32) -> TestDevice {
         TestDevice {
             limits: QueueLimits {
                 capacity: 1 << 30,
@@ -42,6 +42,7 @@ impl TestDevice {
                 queue_depth,
                 rotational: false,
                 write_cache,
+                fua,
                 max_hw_sectors_kb: 128,
                 max_segments: 128,
                 budget: false,
@@ -121,6 +122,7 @@ pub struct Harness {
     pub woken: Vec<u32>,
     pub log: Log,
     pub busy: Rc<RefCell<bool>>,
+    pub hold: Rc<RefCell<bool>>,
 }
 
 impl Harness {
@@ -131,6 +133,7 @@ impl Harness {
     pub fn with_knobs(dev: TestDevice, scheduler: &str, cpus: usize, knobs: QueueKnobs) -> Harness {
         let log = dev.log.clone();
         let busy = dev.busy.clone();
+        let hold = dev.hold.clone();
         let bl = BlockLayer::new(
             Box::new(dev),
             scheduler,
@@ -149,6 +152,7 @@ impl Harness {
             woken: Vec::new(),
             log,
             busy,
+            hold,
         }
     }
 
@@ -196,6 +200,10 @@ impl Harness {
         self.run_until(Ns::MAX / 2);
     }
 
+    /// Owners of completed bios, in order.
+    pub fn done_owners(&self) -> Vec<u64> {
+        self.done.iter().map(|d| d.owner).collect()
+    }
     /// Completion time of `owner`'s bio.
     pub fn done_at(&self, owner: u64) -> Option<Ns> {
         self.done.iter().find(|d| d.owner == owner).map(|d| d.at)
@@ -203,6 +211,15 @@ impl Harness {
     /// Commands the device saw.
     pub fn cmds(&self) -> Vec<(Ns, DeviceCmd)> {
         self.log.borrow().clone()
+    }
+    /// Flush commands the device saw.
+    pub fn flushes(&self) -> Vec<Ns> {
+        self.log
+            .borrow()
+            .iter()
+            .filter(|(_, c)| c.op == Op::Flush)
+            .map(|(t, _)| *t)
+            .collect()
     }
 }
 

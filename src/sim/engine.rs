@@ -653,13 +653,14 @@ impl Simulation {
         let cpu = job.cpu;
         for &slot in batch {
             if job.ious[slot as usize].ddir.is_none() {
-                // fsync/fdatasync: a flush request (REQ_PREFLUSH on an empty bio).
+                // fsync/fdatasync of a block device: blkdev_issue_flush sends
+                // an empty REQ_OP_WRITE | REQ_PREFLUSH bio (block/blk-flush.c).
                 job.pending.push_back(Piece {
                     slot,
-                    op: Op::Flush,
+                    op: Op::Write,
                     sector: 0,
                     nr_sectors: 0,
-                    flags: flags::PREFLUSH | flags::SYNC,
+                    flags: flags::PREFLUSH,
                     last: true,
                 });
             }
