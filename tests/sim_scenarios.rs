@@ -248,3 +248,40 @@ fn fsync_writers_share_flushes_on_a_write_back_device() {
     let ds = rep.elevator.disk_stats.clone().unwrap();
     assert_eq!((ds.flush_ios, ds.write_ios), (0, writes));
 }
+
+#[test]
+fn sync_direct_writes_carry_fua() {
+    let text = |engine: &str| {
+        format!(
+            "[global]\ndirect=1\nbs=4k\nrw=randwrite\nsync=1\nruntime=1\ntime_based\nfilename=/dev/x\n[w]\nioengine={engine}\niodepth=4\n"
+        )
+    };
+    // hdd: write back with FUA. AIO writes go down as FUA writes (no flush);
+    // a psync write is followed by a cache flush (generic_write_sync).
+    let aio = run(&text("libaio"), cfg("mq-deadline", "hdd"));
+    let ds = aio.elevator.disk_stats.clone().unwrap();
+    assert_eq!(ds.flush_ios, 0);
+    assert!(ds.write_ios > 10);
+    let ps = run(&text("psync"), cfg("mq-deadline", "hdd"));
+    let (writes, _) = writes_and_syncs(&ps);
+    let ds = ps.elevator.disk_stats.clone().unwrap();
+    assert_eq!(
+        ds.write_ios,
+        2 * writes,
+        "a FUA write and an empty flush write each"
+    );
+    assert_eq!(ds.flush_ios, writes);
+    // nvme forced to write back has no FUA: each FUA write becomes write +
+    // post-flush, and concurrent ones share flushes.
+    let mut c = cfg("none", "nvme");
+    c.knobs.set("write_cache", "write back").unwrap();
+    let aio = run(&text("libaio"), c);
+    let (writes, _) = writes_and_syncs(&aio);
+    let ds = aio.elevator.disk_stats.clone().unwrap();
+    assert_eq!(ds.write_ios, writes);
+    assert!(
+        ds.flush_ios > 0 && ds.flush_ios < writes,
+        "{} flushes for {writes} writes",
+        ds.flush_ios
+    );
+}

@@ -11,7 +11,7 @@ use crate::block::request::{flags, IoPrio, Op};
 use crate::block::{BioDone, BioSubmit, BlockLayer, Env, Plug, SubmitResult};
 use crate::cgroup::{CgroupTable, IOPRIO_DEFAULT_LEVEL};
 use crate::device::{self, Profile};
-use crate::job::{Ddir, EngineKind, IoPrioClass, JobFile, JobSpec};
+use crate::job::{Ddir, EngineKind, IoPrioClass, JobFile, JobSpec, SyncIo};
 use crate::report::{ElevatorMeta, JobResult, JobStatus, RunReport};
 use crate::stats::JobStats;
 use crate::workload::{self, Generator, IoUnit, RateLimiter};
@@ -69,6 +69,9 @@ struct IoU {
     issue: Ns,
     pieces_left: u32,
     done: Ns,
+    /// A synchronous O_SYNC/O_DSYNC write: after its data, the call flushes
+    /// the device cache (`generic_write_sync` → `blkdev_issue_flush`).
+    post_flush: bool,
 }
 
 /// One bio still to be submitted by a job.
@@ -468,6 +471,25 @@ impl Simulation {
             "bio of job {j} slot {slot} completed twice"
         );
         iou.pieces_left -= 1;
+        if iou.pieces_left == 0 && iou.post_flush {
+            // The write is on the device; the same call now flushes its cache.
+            iou.post_flush = false;
+            iou.pieces_left = 1;
+            job.pending.push_back(Piece {
+                slot: slot as u32,
+                op: Op::Write,
+                sector: 0,
+                nr_sectors: 0,
+                flags: flags::PREFLUSH,
+                last: false,
+            });
+            if d.at > self.now {
+                self.wake(j, d.at);
+            } else {
+                self.to_step.push(j as u32);
+            }
+            return;
+        }
         if iou.pieces_left == 0 {
             iou.done = d.at.max(iou.issue);
             job.completed.push(slot as u32);
@@ -566,6 +588,7 @@ impl Simulation {
                     issue: now,
                     pieces_left: 1,
                     done: 0,
+                    post_flush: false,
                 };
                 batch.push(slot);
                 continue;
@@ -599,6 +622,7 @@ impl Simulation {
                 issue: now,
                 pieces_left: 0,
                 done: 0,
+                post_flush: false,
             };
             if io.ddir == Ddir::Write {
                 job.writes_since_sync += 1;
@@ -637,6 +661,7 @@ impl Simulation {
             issue: now,
             pieces_left: 1,
             done: 0,
+            post_flush: false,
         };
         slot
     }
@@ -954,9 +979,18 @@ fn split_into_pieces(job: &mut Job, max: u64, slot: u32, io: IoUnit) {
     if job.kind == EngineKind::Passthrough {
         base_flags |= flags::PASSTHROUGH;
     }
+    let mut post_flush = false;
     if op == Op::Write && job.spec.direct {
-        // O_DIRECT writes are REQ_SYNC | REQ_IDLE (iomap/blockdev direct I/O).
-        base_flags |= flags::SYNC;
+        // O_DIRECT writes are REQ_SYNC | REQ_IDLE, plus REQ_FUA on an
+        // O_SYNC/O_DSYNC file (block/fops.c dio_bio_write_op).
+        base_flags |= flags::SYNC | flags::IDLE;
+        if job.spec.sync_io != SyncIo::None {
+            base_flags |= flags::FUA;
+            // A write(2)-style call then syncs (blkdev_write_iter →
+            // generic_write_sync → blkdev_fsync); an AIO write returns
+            // -EIOCBQUEUED and does not.
+            post_flush = job.kind == EngineKind::Sync;
+        }
     }
     let mut sector = io.offset / 512;
     let mut left = io.len.div_ceil(512);
@@ -981,6 +1015,7 @@ fn split_into_pieces(job: &mut Job, max: u64, slot: u32, io: IoUnit) {
         n += 1;
     }
     job.ious[slot as usize].pieces_left = n;
+    job.ious[slot as usize].post_flush = post_flush;
 }
 
 fn job_deadline(j: &Job) -> Ns {
