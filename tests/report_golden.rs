@@ -10,6 +10,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::path::PathBuf;
 
+use elevator::block::stat::DiskStatFields;
 use elevator::job::{BlockSizes, Ddir, EngineKind, IoEngine, JobSpec, RwPattern};
 use elevator::report::{
     fio_json, fio_terse, fio_text, DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport,
@@ -91,6 +92,7 @@ fn meta() -> ElevatorMeta {
         spec: None,
         warnings: Vec::new(),
         switch_log: vec![],
+        disk_stats: None,
     }
 }
 
@@ -429,6 +431,43 @@ fn check_all(name: &str, report: &RunReport) {
 #[test]
 fn golden_psync_randread() {
     check_all("psync_randread", &psync_report());
+}
+
+/// The `elevator` object with `/sys/block/DEV/stat` of a simulation: the
+/// stat.rst names in the file's order, integers, after `switches`.
+#[test]
+fn golden_elevator_disk_stats() {
+    let mut r = psync_report();
+    r.elevator.disk_stats = Some(DiskStatFields {
+        read_ios: 112_060,
+        read_merges: 0,
+        read_sectors: 896_480,
+        read_ticks: 9_310,
+        write_ios: 45,
+        write_merges: 3,
+        write_sectors: 360,
+        write_ticks: 51,
+        in_flight: 0,
+        io_ticks: 9_912,
+        time_in_queue: 9_404,
+        discard_ios: 1,
+        discard_merges: 0,
+        discard_sectors: 2_048,
+        discard_ticks: 2,
+        flush_ios: 20,
+        flush_ticks: 41,
+    });
+    let json = fio_json::to_string(&r);
+    check_golden("psync_randread.disk_stats.json", &json);
+    // Only the elevator object differs from the report without them.
+    let plain = fio_json::to_string(&psync_report());
+    let cut = |s: &str| s[..s.find("\"elevator\"").unwrap()].to_string();
+    assert_eq!(cut(&json), cut(&plain));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let ds = v["elevator"]["disk_stats"].as_object().unwrap();
+    let keys: Vec<&str> = ds.keys().map(|k| k.as_str()).collect();
+    assert_eq!(keys.len(), 17);
+    assert_eq!(ds["flush_ticks"], 41);
 }
 
 #[test]

@@ -175,3 +175,91 @@ fn tag_waiters_are_not_starved_when_jobs_outnumber_tags() {
     let min = writers.iter().cloned().fold(f64::MAX, f64::min);
     assert!(min > 0.8 * max, "writers unfair: min {min} max {max}");
 }
+
+fn writes_and_syncs(rep: &RunReport) -> (u64, u64) {
+    let w = rep
+        .jobs
+        .iter()
+        .map(|j| j.stats.total_ios(Ddir::Write))
+        .sum();
+    let s = rep.jobs.iter().map(|j| j.stats.sync_total).sum();
+    (w, s)
+}
+
+#[test]
+fn fsync_writers_share_flushes_on_a_write_back_device() {
+    // Four psync writers with fsync=1: every fsync is an empty PREFLUSH write
+    // through the flush machinery; fsyncs that arrive while a flush runs wait
+    // for the next one and share it.
+    let text = "[global]\nioengine=psync\ndirect=1\nbs=4k\nrw=randwrite\nfsync=1\nruntime=1\ntime_based\nfilename=/dev/sda\n[w]\nnumjobs=4\n";
+    for sched in ["none", "mq-deadline"] {
+        let rep = run(text, cfg(sched, "sata-ssd"));
+        let (writes, syncs) = writes_and_syncs(&rep);
+        let ds = rep.elevator.disk_stats.clone().expect("disk stats");
+        assert!(
+            writes > 1000 && syncs + 4 >= writes,
+            "{sched}: {writes} writes, {syncs} syncs"
+        );
+        assert!(
+            ds.flush_ios > 0 && ds.flush_ios < syncs * 9 / 10,
+            "{sched}: {} device flushes for {syncs} fsyncs",
+            ds.flush_ios
+        );
+        // The kernel counts the empty flush writes as write I/Os.
+        assert_eq!(ds.write_ios, writes + syncs, "{sched}");
+        assert_eq!(ds.write_sectors, writes * 8, "{sched}");
+        assert_eq!(ds.in_flight, 0);
+        assert!(ds.flush_ticks > 0);
+        let sum = ds.read_ticks + ds.write_ticks + ds.discard_ticks + ds.flush_ticks;
+        assert!(ds.time_in_queue >= sum && ds.time_in_queue <= sum + 3);
+        // fio's disk_util is the same counters.
+        let du = &rep.disk_util[0];
+        assert_eq!(
+            (du.write_ios, du.write_ticks),
+            (ds.write_ios, ds.write_ticks)
+        );
+        assert_eq!(du.in_queue, ds.time_in_queue);
+    }
+    // Without a volatile write cache an fsync has nothing to flush: it ends
+    // at submission, no request, nothing counted.
+    let rep = run(text, cfg("none", "nvme"));
+    let (writes, _) = writes_and_syncs(&rep);
+    let ds = rep.elevator.disk_stats.clone().unwrap();
+    assert_eq!((ds.flush_ios, ds.write_ios), (0, writes));
+}
+
+#[test]
+fn sync_direct_writes_carry_fua() {
+    let text = |engine: &str| {
+        format!(
+            "[global]\ndirect=1\nbs=4k\nrw=randwrite\nsync=1\nruntime=1\ntime_based\nfilename=/dev/x\n[w]\nioengine={engine}\niodepth=4\n"
+        )
+    };
+    // hdd: write back with FUA. AIO writes go down as FUA writes (no flush);
+    // a psync write is followed by a cache flush (generic_write_sync).
+    let aio = run(&text("libaio"), cfg("mq-deadline", "hdd"));
+    let ds = aio.elevator.disk_stats.clone().unwrap();
+    assert_eq!(ds.flush_ios, 0);
+    assert!(ds.write_ios > 10);
+    let ps = run(&text("psync"), cfg("mq-deadline", "hdd"));
+    let (writes, _) = writes_and_syncs(&ps);
+    let ds = ps.elevator.disk_stats.clone().unwrap();
+    assert_eq!(
+        ds.write_ios,
+        2 * writes,
+        "a FUA write and an empty flush write each"
+    );
+    assert_eq!(ds.flush_ios, writes);
+    // nvme forced to write back has no FUA: each FUA write becomes write +
+    // post-flush, and concurrent ones share flushes.
+    let c = cfg("none", "nvme").set("write_cache", "write back");
+    let aio = run(&text("libaio"), c);
+    let (writes, _) = writes_and_syncs(&aio);
+    let ds = aio.elevator.disk_stats.clone().unwrap();
+    assert_eq!(ds.write_ios, writes);
+    assert!(
+        ds.flush_ios > 0 && ds.flush_ios < writes,
+        "{} flushes for {writes} writes",
+        ds.flush_ios
+    );
+}

@@ -23,6 +23,13 @@ pub struct QueueLimits {
     pub rotational: bool,
     /// `write_cache`: true = "write back" (volatile cache; flushes cost time).
     pub write_cache: bool,
+    /// `fua`: the device honours FUA writes (BLK_FEAT_FUA, sysfs
+    /// `queue/fua`). With a write cache, a FUA write then goes down with FUA;
+    /// without FUA support the block layer follows it with a cache flush
+    /// (block/blk-flush.c). Default false, as for a driver that does not
+    /// advertise it.
+    #[serde(default)]
+    pub fua: bool,
     /// `max_hw_sectors_kb`.
     pub max_hw_sectors_kb: u32,
     /// `max_segments`.

@@ -7,8 +7,13 @@ use super::request::{flags, Request, RqId, NIL};
 use super::{BioSubmit, BlockLayer, Env, Plug, CTX_MERGE_SCAN};
 use crate::block::request::Op;
 
-const UNMERGEABLE_RQ: u32 =
-    flags::NOMERGE | flags::STARTED | flags::PASSTHROUGH | flags::FUA | flags::PREFLUSH;
+/// REQ_NOMERGE_FLAGS and RQF_NOMERGE_FLAGS (STARTED, FLUSH_SEQ).
+const UNMERGEABLE_RQ: u32 = flags::NOMERGE
+    | flags::STARTED
+    | flags::PASSTHROUGH
+    | flags::FUA
+    | flags::PREFLUSH
+    | flags::FLUSH_SEQ;
 const UNMERGEABLE_BIO: u32 = flags::NOMERGE | flags::PASSTHROUGH | flags::FUA | flags::PREFLUSH;
 
 /// ELV_HASH_BITS (elevator.c): the merge hash has 64 buckets.
@@ -94,7 +99,7 @@ impl BlockLayer {
     }
 
     /// Try to merge bio `b` into request `rq` (both checked for compatibility).
-    fn merge_bio_into(&mut self, rq: RqId, b: &BioSubmit, kind: MergeKind) -> Try {
+    fn merge_bio_into(&mut self, env: &mut Env, rq: RqId, b: &BioSubmit, kind: MergeKind) -> Try {
         if !self.fits(&self.rqs[rq], b.nr_sectors, 1) {
             // A merge refused on limits marks the request NOMERGE for good (blk-merge.c).
             self.rqs[rq].flags |= flags::NOMERGE;
@@ -103,7 +108,15 @@ impl BlockLayer {
             }
             return Try::Refused;
         }
-        let bio = self.new_bio(b);
+        // rq_qos_merge, once the limits allow the merge.
+        let qos = !self.qos.is_empty();
+        if qos {
+            self.qos_merge(env, rq, b);
+        }
+        let bio = self.new_bio(b, env.now);
+        if qos {
+            self.bios[bio as usize].qos_flags |= flags::BIO_QOS_MERGED;
+        }
         let in_hash =
             self.rqs[rq].has(flags::IN_ELV) && self.elv.is_some() && self.elv_props.core_merging;
         if in_hash && kind == MergeKind::Back {
@@ -129,7 +142,7 @@ impl BlockLayer {
         if in_hash && kind == MergeKind::Back {
             self.hash_add(rq);
         }
-        self.disk.merges[b.op.dir()] += 1;
+        self.stats.merge_bio(&self.rqs[rq]);
         Try::Merged
     }
 
@@ -151,7 +164,7 @@ impl BlockLayer {
                 let r = &self.rqs[tail];
                 if rq_mergeable(r) && compatible(r, b) {
                     if let Some(kind) = position(r, b) {
-                        match self.merge_bio_into(tail, b, kind) {
+                        match self.merge_bio_into(env, tail, b, kind) {
                             Try::Merged => return true,
                             Try::Refused => {}
                         }
@@ -161,7 +174,7 @@ impl BlockLayer {
         }
         match self.elv.as_ref().map(|_| self.elv_props.core_merging) {
             // 2a. No elevator: the current CPU's software queue, newest 8.
-            None => self.ctx_merge(b, cpu, hctx),
+            None => self.ctx_merge(env, b, cpu, hctx),
             // 2b. Elevators with the core merge path (mq-deadline, bfq, legacy).
             Some(true) => self.elv_merge(env, b, hctx),
             // 2c. Elevators with their own lists (kyber).
@@ -172,7 +185,7 @@ impl BlockLayer {
                     Some((rq, kind))
                         if rq_mergeable(&self.rqs[rq]) && compatible(&self.rqs[rq], b) =>
                     {
-                        matches!(self.merge_bio_into(rq, b, kind), Try::Merged)
+                        matches!(self.merge_bio_into(env, rq, b, kind), Try::Merged)
                     }
                     _ => false,
                 }
@@ -180,7 +193,7 @@ impl BlockLayer {
         }
     }
 
-    fn ctx_merge(&mut self, b: &BioSubmit, cpu: usize, hctx: usize) -> bool {
+    fn ctx_merge(&mut self, env: &mut Env, b: &BioSubmit, cpu: usize, hctx: usize) -> bool {
         let slot = self.q.cpu_ctx[cpu] as usize;
         let n = self.hctxs[hctx].ctx_lists[slot].len();
         for i in 0..n.min(CTX_MERGE_SCAN) {
@@ -191,7 +204,7 @@ impl BlockLayer {
             }
             if let Some(kind) = position(r, b) {
                 // The first request whose position matches decides.
-                return matches!(self.merge_bio_into(rq, b, kind), Try::Merged);
+                return matches!(self.merge_bio_into(env, rq, b, kind), Try::Merged);
             }
         }
         false
@@ -242,7 +255,7 @@ impl BlockLayer {
         if !self.allowed(env, rq, &info) {
             return false;
         }
-        match self.merge_bio_into(rq, b, kind) {
+        match self.merge_bio_into(env, rq, b, kind) {
             Try::Merged => {}
             Try::Refused => return false,
         }
@@ -316,6 +329,8 @@ impl BlockLayer {
             self.last_merge = rq;
         }
         self.rqs[next].flags &= !flags::IN_ELV;
+        // blk_account_io_merge_request: a merge, and no longer in flight.
+        self.stats.merge_request(&self.rqs[next]);
         self.inv.requests_merged_away += 1;
         let use_sched = self.rqs[next].has(flags::USE_SCHED);
         self.free_request(env, next, use_sched);

@@ -9,11 +9,16 @@
 pub mod cpu;
 pub mod driver;
 pub mod elevator;
+pub mod flush;
 pub mod knobs;
 pub mod legacy;
 mod merge;
 pub mod request;
+pub mod rq_qos;
+pub mod stat;
 pub mod sysfs;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 use crate::cgroup::{CgroupTree, IoPrio};
 use crate::machine::Machine;
@@ -23,7 +28,9 @@ use cpu::{CpuCosts, CpuState, SchedCost};
 use driver::{Device, DeviceCmd, DeviceOut, Submit};
 use elevator::{CoreSide, Elevator, ElevatorType, Features, QueueInfo, SchedCtx, Tunable};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
-use request::{flags, Op, Request, RequestArena, RqId, NIL};
+use request::{flags, op_is_sync, Op, Request, RequestArena, RqId, NIL};
+use rq_qos::{RqQos, TaskStage, Throttle};
+use stat::DiskStats;
 use std::collections::VecDeque;
 
 /// BLK_MQ_RESOURCE_DELAY: re-run a queue 3 ms after a resource shortage or a
@@ -67,9 +74,20 @@ pub struct BioDone {
 pub enum SubmitResult {
     /// The bio was taken (merged, plugged, queued or issued).
     Taken,
-    /// The task sleeps (no tag, or queue frozen); it is woken through `Env::woken`
-    /// and must submit the same bio again.
-    Sleep,
+    /// The task sleeps; it is woken through `Env::woken` and must submit the
+    /// same bio again.
+    Sleep(BlockWait),
+}
+
+/// Why a submitting task sleeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockWait {
+    /// No tag (`blk_mq_get_tag`), or no legacy request.
+    Tag,
+    /// The queue is frozen (`blk_queue_enter`, scheduler switch).
+    Frozen,
+    /// An rq-qos policy throttled the bio (`rq_qos_throttle`, e.g. WBT).
+    RqQos,
 }
 
 /// What block-layer calls need from the simulator.
@@ -100,37 +118,8 @@ impl Plug {
 struct Bio {
     owner: u64,
     next: u32,
-}
-
-/// /proc/diskstats counters for the device, integrated over time.
-#[derive(Clone, Debug, Default)]
-pub struct DiskCounters {
-    pub ios: [u64; 2],
-    pub sectors: [u64; 2],
-    pub merges: [u64; 2],
-    /// Sum of request lifetimes per direction, ns.
-    pub ticks_ns: [u64; 2],
-    /// Time with at least one request in flight, ns.
-    pub io_ticks_ns: u64,
-    /// Integral of requests in flight over time, ns.
-    pub in_queue_ns: u64,
-    in_flight: u64,
-    last_change: Ns,
-}
-
-impl DiskCounters {
-    fn account(&mut self, now: Ns) {
-        let dt = now.saturating_sub(self.last_change);
-        if self.in_flight > 0 {
-            self.io_ticks_ns += dt;
-            self.in_queue_ns += dt * self.in_flight;
-        }
-        self.last_change = now;
-    }
-    /// Bring the time integrals up to `now`.
-    pub fn settle(&mut self, now: Ns) {
-        self.account(now);
-    }
+    /// BIO_QOS_THROTTLED / BIO_QOS_MERGED.
+    qos_flags: u32,
 }
 
 struct Hctx {
@@ -182,6 +171,9 @@ pub struct Invariants {
     pub requests_merged_away: u64,
     pub requests_bypassed: u64,
     pub switches: u64,
+    /// Flush commands the flush machinery issued and saw complete.
+    pub flushes_issued: u64,
+    pub flushes_completed: u64,
 }
 
 /// One `request_switch`, as it turned out.
@@ -203,6 +195,9 @@ pub struct BlockLayer {
     pub rqs: RequestArena,
     bios: Vec<Bio>,
     bio_free: Vec<u32>,
+    /// What rq-qos `done_bio` needs of each bio, by bio index; kept only
+    /// while a policy is attached (rq_qos.rs).
+    bio_qos: Vec<rq_qos::QosBio>,
     hctxs: Vec<Hctx>,
     nr_cpus: usize,
     elv: Option<Box<dyn Elevator>>,
@@ -237,8 +232,18 @@ pub struct BlockLayer {
     cgroups: CgroupTree,
     /// `iosched/NAME=VALUE` settings applied to every scheduler that has NAME.
     iosched_settings: Vec<(String, String)>,
-    pub disk: DiskCounters,
+    /// `/sys/block/DEV/stat` counters (stat.rs).
+    pub stats: DiskStats,
     pub inv: Invariants,
+    /// One flush queue per hardware queue (flush.rs).
+    fqs: Vec<flush::FlushQueue>,
+    /// `q->requeue_list` and `q->flush_list` (flush.rs).
+    requeue_list: VecDeque<RqId>,
+    flush_list: VecDeque<RqId>,
+    flush_scratch: VecDeque<RqId>,
+    /// The rq-qos policies (rq_qos.rs).
+    qos: RqQos,
+    qos_timers: Vec<(Ns, u64)>,
     /// CPU clocks and the queue lock.
     pub cpu: CpuState,
     costs: CpuCosts,
@@ -320,6 +325,7 @@ impl BlockLayer {
             rqs: RequestArena::new(),
             bios: Vec::new(),
             bio_free: Vec::new(),
+            bio_qos: Vec::new(),
             hctxs: Vec::new(),
             nr_cpus: nr_cpus.max(1),
             elv: None,
@@ -341,8 +347,14 @@ impl BlockLayer {
             freeze_waiters: Vec::new(),
             cgroups,
             iosched_settings,
-            disk: DiskCounters::default(),
+            stats: DiskStats::default(),
             inv: Invariants::default(),
+            fqs: Vec::new(),
+            requeue_list: VecDeque::new(),
+            flush_list: VecDeque::new(),
+            flush_scratch: VecDeque::new(),
+            qos: RqQos::new(),
+            qos_timers: Vec::new(),
             cpu: CpuState::new(nr_cpus.max(1)),
             sched_cost: SchedCost::default(),
             costs,
@@ -422,6 +434,7 @@ impl BlockLayer {
             .iter()
             .map(|&n| Hctx::new(n as usize))
             .collect();
+        self.fqs = (0..nr_hw).map(|_| flush::FlushQueue::default()).collect();
         self.elv_type = t;
         self.elv_props = ElvProps::of(t);
         self.elv_generation = self.elv_generation.wrapping_add(1);
@@ -534,23 +547,40 @@ impl BlockLayer {
                 self.flush_plug(env, p, true);
             }
             self.freeze_waiters.push(b.pid);
-            return SubmitResult::Sleep;
+            return SubmitResult::Sleep(BlockWait::Frozen);
         }
+        // PREFLUSH/FUA need a volatile write cache (submit_bio_noacct, flush.rs).
+        let filtered;
+        let b = if b.op == Op::Flush || b.flags & (flags::PREFLUSH | flags::FUA) != 0 {
+            match self.filter_flush_bio(env, b) {
+                Some(nb) => {
+                    filtered = nb;
+                    &filtered
+                }
+                None => return SubmitResult::Taken,
+            }
+        } else {
+            b
+        };
         let cpu = self.cpu_index(b.cpu) as usize;
         let hctx = self.q.cpu_hctx[cpu] as usize;
-        // A flush to a device without a volatile cache has nothing to do (blk-flush.c).
-        if b.op == Op::Flush && !self.write_cache() {
+        // rq-qos (rq_qos.rs): a task woken from a throttle sleep resumes
+        // inside `rq_qos_throttle`, after the merge attempts.
+        let qos = !self.qos.is_empty();
+        let resumed = qos && matches!(self.qos.stage(b.pid), Some(TaskStage::Waiting(_)));
+        if !resumed && self.try_merge_bio(env, b, cpu, hctx, plug.as_deref_mut()) {
+            if qos && self.qos.stage(b.pid) == Some(TaskStage::Passed) {
+                self.qos_cleanup(env, b);
+            }
             self.inv.bios_submitted += 1;
-            self.inv.bios_completed += 1;
-            env.done.push(BioDone {
-                owner: b.owner,
-                at: env.now,
-            });
             return SubmitResult::Taken;
         }
-        if self.try_merge_bio(env, b, cpu, hctx, plug.as_deref_mut()) {
-            self.inv.bios_submitted += 1;
-            return SubmitResult::Taken;
+        if qos && self.qos_throttle(env, b) == Throttle::Wait {
+            // The task sleeps in the policy, which flushes its plug.
+            if let Some(p) = plug {
+                self.flush_plug(env, p, true);
+            }
+            return SubmitResult::Sleep(BlockWait::RqQos);
         }
         let rq = match self.alloc_request(env, b, hctx) {
             Some(rq) => rq,
@@ -564,19 +594,31 @@ impl BlockLayer {
                     Some(rq) => rq,
                     None => {
                         self.hctxs[hctx].tag_waiters.push_back(b.pid);
-                        return SubmitResult::Sleep;
+                        return SubmitResult::Sleep(BlockWait::Tag);
                     }
                 }
             }
         };
         self.inv.bios_submitted += 1;
         self.cpu.charge(self.costs.submit_ns);
-        let bio = self.new_bio(b);
+        let bio = self.new_bio(b, env.now);
         {
             let r = &mut self.rqs[rq];
             r.bio_head = bio;
             r.bio_tail = bio;
             r.nr_bios = 1;
+        }
+        if qos {
+            self.qos.leave(b.pid);
+            self.bios[bio as usize].qos_flags |= flags::BIO_QOS_THROTTLED;
+            self.qos_track(env, rq, b);
+        }
+        // PREFLUSH/FUA: the flush machinery may take the request (flush.rs).
+        if b.flags & (flags::PREFLUSH | flags::FUA) != 0 && self.insert_flush(env, rq) {
+            if self.requeue_pending() {
+                self.run_requeue_work(env);
+            }
+            return SubmitResult::Taken;
         }
         if let Some(p) = plug {
             if b.flags & flags::PASSTHROUGH == 0 && b.op != Op::Flush {
@@ -595,24 +637,29 @@ impl BlockLayer {
         SubmitResult::Taken
     }
 
-    fn new_bio(&mut self, b: &BioSubmit) -> u32 {
+    fn new_bio(&mut self, b: &BioSubmit, now: Ns) -> u32 {
         let bio = Bio {
             owner: b.owner,
             next: u32::MAX,
+            qos_flags: 0,
         };
-        if let Some(i) = self.bio_free.pop() {
+        let i = if let Some(i) = self.bio_free.pop() {
             self.bios[i as usize] = bio;
             i
         } else {
             self.bios.push(bio);
             (self.bios.len() - 1) as u32
+        };
+        if !self.qos.is_empty() {
+            self.qos_keep_bio(i, b, now);
         }
+        i
     }
 
     /// Take a tag and set the request up (`blk_mq_get_new_requests`).
     fn alloc_request(&mut self, env: &mut Env, b: &BioSubmit, hctx: usize) -> Option<RqId> {
         let bypass = b.op == Op::Flush || b.flags & flags::PASSTHROUGH != 0;
-        let sync = request::op_is_sync(b.op, b.flags);
+        let sync = op_is_sync(b.op, b.flags);
         let cpu = self.cpu_index(b.cpu);
         match &self.elv {
             Some(_) if self.elv_props.legacy => {
@@ -644,8 +691,7 @@ impl BlockLayer {
         }
         self.inv.requests_allocated += 1;
         let use_sched = self.elv.is_some() && !bypass;
-        let mut rflags = b.flags
-            & (flags::SYNC | flags::FUA | flags::PREFLUSH | flags::PASSTHROUGH | flags::NOMERGE);
+        let mut rflags = b.flags & flags::REQ_MASK;
         if self.elv.is_none() {
             rflags |= flags::DRIVER_TAG;
         }
@@ -666,8 +712,7 @@ impl BlockLayer {
             ..Request::empty()
         });
         // Disk accounting starts when the request is created (blk_account_io_start).
-        self.disk.account(env.now);
-        self.disk.in_flight += 1;
+        self.stats.io_start(env.now, &mut self.rqs[id]);
         if use_sched {
             self.with_elv(env, |e, ctx| e.prepare_request(ctx, id));
         }
@@ -911,10 +956,18 @@ impl BlockLayer {
         match self.device.submit(self.dev_clock, &cmd, &mut self.dev_out) {
             Submit::Accepted => {
                 self.rqs[rq].dispatch_ns = self.dev_clock;
+                // blk_mq_start_request: rq_qos_issue.
+                if !self.qos.is_empty() {
+                    self.qos_issue(env, rq);
+                }
                 self.drain_device_out(env);
                 true
             }
             Submit::Busy => {
+                // BLK_STS_RESOURCE: __blk_mq_requeue_request calls rq_qos_requeue.
+                if !self.qos.is_empty() {
+                    self.qos_requeue(env, rq);
+                }
                 self.drain_device_out(env);
                 false
             }
@@ -1085,36 +1138,23 @@ impl BlockLayer {
 
     /// The device completed `rq`.
     pub fn device_complete(&mut self, env: &mut Env, rq: RqId) {
-        let (op, sectors, start, hctx, use_sched) = {
-            let r = &self.rqs[rq];
-            (
-                r.op,
-                r.nr_sectors,
-                r.start_ns,
-                r.hctx as usize,
-                r.has(flags::USE_SCHED),
-            )
-        };
-        self.inv.requests_completed += 1;
+        let hctx = self.rqs[rq].hctx as usize;
         // Completion runs on the submitting CPU (rq_affinity=1).
         self.cpu.begin(self.rqs[rq].cpu, env.now);
         self.cpu.charge(self.costs.complete_ns);
-        if op != Op::Flush {
-            let d = op.dir();
-            self.disk.ios[d] += 1;
-            self.disk.sectors[d] += sectors as u64;
-            self.disk.ticks_ns[d] += env.now - start;
-        }
-        if use_sched {
-            self.sched_work(self.sched_cost.complete_ns);
-            if self.elv_props.completed_hook {
-                self.with_elv(env, |e, ctx| {
-                    e.completed_request(ctx, rq);
-                });
+        if self.rqs[rq].has(flags::FLUSH_SEQ) {
+            // The flush machinery's end_io handlers (flush.rs).
+            if self.rqs[rq].op == Op::Flush {
+                self.flush_end_io(env, rq);
+            } else {
+                self.flush_data_end_io(env, rq);
             }
+            if self.requeue_pending() {
+                self.run_requeue_work(env);
+            }
+        } else {
+            self.end_request(env, rq, true);
         }
-        self.end_bios(env, rq);
-        self.free_request(env, rq, use_sched);
         self.device.completed(env.now, rq, &mut self.dev_out);
         self.drain_device_out(env);
         if self.frozen {
@@ -1151,10 +1191,35 @@ impl BlockLayer {
         self.cpu.end();
     }
 
+    /// `blk_mq_end_request`: the request's bytes are done (`account_bytes`;
+    /// false when a flush sequence's data step counted them), the scheduler
+    /// and the statistics see its end, its bios complete, it is freed.
+    pub(super) fn end_request(&mut self, env: &mut Env, rq: RqId, account_bytes: bool) {
+        let use_sched = self.rqs[rq].has(flags::USE_SCHED);
+        if account_bytes {
+            self.stats.io_completion(&self.rqs[rq]);
+        }
+        if use_sched {
+            self.sched_work(self.sched_cost.complete_ns);
+            if self.elv_props.completed_hook {
+                self.with_elv(env, |e, ctx| {
+                    e.completed_request(ctx, rq);
+                });
+            }
+        }
+        self.stats.io_done(env.now, &self.rqs[rq]);
+        self.inv.requests_completed += 1;
+        self.end_bios(env, rq);
+        self.free_request(env, rq, use_sched);
+    }
+
     fn end_bios(&mut self, env: &mut Env, rq: RqId) {
         let mut b = self.rqs[rq].bio_head;
         while b != u32::MAX {
             let bio = self.bios[b as usize];
+            if bio.qos_flags != 0 && !self.qos.is_empty() {
+                self.qos_done_bio(env, b);
+            }
             env.done.push(BioDone {
                 owner: bio.owner,
                 at: self.cpu.now().max(env.now),
@@ -1173,8 +1238,9 @@ impl BlockLayer {
         if use_sched {
             self.with_elv(env, |e, ctx| e.finish_request(ctx, rq));
         }
-        self.disk.account(env.now);
-        self.disk.in_flight -= 1;
+        if !self.qos.is_empty() {
+            self.qos_done(env, rq);
+        }
         let hctx = self.rqs[rq].hctx as usize;
         let sync = self.rqs[rq].is_sync();
         self.put_driver_tag(rq);
@@ -1265,6 +1331,10 @@ impl BlockLayer {
             .find(|e| e.done.is_none() && !e.superseded)
         {
             ev.done = Some(env.now);
+        }
+        if !self.qos.is_empty() {
+            // nr_requests went back to the new scheduler's default.
+            self.qos_depth_changed(env);
         }
         self.frozen = false;
         env.woken.append(&mut self.freeze_waiters);

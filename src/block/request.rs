@@ -33,6 +33,27 @@ impl Op {
 }
 
 /// Request flags (subset of `REQ_*` and `RQF_*` that change behaviour).
+///
+/// The `REQ_*` flags travel on bios and are copied into the request they
+/// start (`REQ_MASK`); the others are the core's own request state. Bit
+/// positions are this model's, not the kernel's.
+///
+/// Who sets the `REQ_*` hints (include/linux/blk_types.h names):
+/// - `SYNC`: reads are sync without it; O_DIRECT writes (block/fops.c
+///   `dio_bio_write_op`: `REQ_SYNC | REQ_IDLE`), writeback for
+///   `WB_SYNC_ALL` (`wbc_to_write_flags`), the jbd2 journal.
+/// - `IDLE`: O_DIRECT writes (with `SYNC`), jbd2 journal writes.
+/// - `FUA`: O_DIRECT writes on an O_SYNC/O_DSYNC file (`dio_bio_write_op`,
+///   fio `sync=1`/`sync=dsync`), journal commit records.
+/// - `PREFLUSH`: `blkdev_issue_flush` (fsync/fdatasync of a block device:
+///   an empty write with `PREFLUSH`), journal commit records.
+/// - `META`: filesystem metadata; jbd2 journal writes carry
+///   `JBD2_JOURNAL_REQ_FLAGS` = `REQ_META | REQ_SYNC | REQ_IDLE`, ext4
+///   metadata reads `REQ_META | REQ_PRIO`. Set by the journal model (fs/).
+/// - `PRIO`: boosted metadata I/O (ext4 metadata reads); set by fs/.
+/// - `BACKGROUND`: background and periodic (kupdate) writeback from the
+///   flusher (`wbc_to_write_flags`); set by the flusher model (mm/). WBT
+///   gives such writes its smallest depth.
 pub mod flags {
     /// REQ_SYNC (reads are always sync).
     pub const SYNC: u32 = 1 << 0;
@@ -57,12 +78,39 @@ pub mod flags {
     /// RQF_SOFTBARRIER (legacy core): a requeued or front-inserted request on
     /// the dispatch list; sorted inserts do not pass it.
     pub const SOFTBARRIER: u32 = 1 << 20;
+    /// REQ_META: filesystem metadata.
+    pub const META: u32 = 1 << 10;
+    /// REQ_PRIO: boosted priority metadata I/O.
+    pub const PRIO: u32 = 1 << 11;
+    /// REQ_BACKGROUND: background writeback.
+    pub const BACKGROUND: u32 = 1 << 12;
+    /// REQ_IDLE: the submitter has no more I/O coming soon (O_DIRECT writes).
+    pub const IDLE: u32 = 1 << 13;
+    /// RQF_IO_STAT: the request is counted in the disk statistics
+    /// (`blk_account_io_start` set it; passthrough is not counted).
+    pub const IO_STAT: u32 = 1 << 14;
+    /// RQF_FLUSH_SEQ: part of a PREFLUSH/FUA sequence of the flush state
+    /// machine (blk-flush.c), or the flush command the machine issued.
+    pub const FLUSH_SEQ: u32 = 1 << 15;
+    /// The flush command borrowed its driver tag from the first waiter
+    /// (no elevator, blk-flush.c `blk_kick_flush`): not ours to release.
+    pub const TAG_BORROWED: u32 = 1 << 16;
+    /// Bio state BIO_QOS_THROTTLED: went through `rq_qos_throttle`.
+    pub const BIO_QOS_THROTTLED: u32 = 1 << 24;
+    /// Bio state BIO_QOS_MERGED: merged into a request (`rq_qos_merge`).
+    pub const BIO_QOS_MERGED: u32 = 1 << 25;
+
+    /// The `REQ_*` flags a request takes over from its first bio.
+    pub const REQ_MASK: u32 =
+        SYNC | FUA | PREFLUSH | PASSTHROUGH | NOMERGE | META | PRIO | BACKGROUND | IDLE;
 }
 
-/// `op_is_sync`: reads are always synchronous; writes when flagged SYNC,
-/// FUA or PREFLUSH (include/linux/blk_types.h).
-pub fn op_is_sync(op: Op, f: u32) -> bool {
-    op == Op::Read || f & (flags::SYNC | flags::FUA | flags::PREFLUSH) != 0
+/// `op_is_sync` (include/linux/blk_types.h): reads are always sync; other
+/// operations are sync with REQ_SYNC, REQ_FUA or REQ_PREFLUSH. The one place
+/// the model decides sync-ness (tags, schedulers, direct issue, accounting).
+#[inline]
+pub fn op_is_sync(op: Op, flags: u32) -> bool {
+    op == Op::Read || flags & (flags::SYNC | flags::FUA | flags::PREFLUSH) != 0
 }
 
 /// A block request (`struct request`), possibly made of several bios.
@@ -99,6 +147,13 @@ pub struct Request {
     pub bio_head: u32,
     pub bio_tail: u32,
     pub nr_bios: u32,
+    /// Steps of its flush sequence already done (`rq->flush.seq`, REQ_FSEQ_*
+    /// bits of blk-flush.c); 0 outside the flush machinery.
+    pub flush_seq: u8,
+    /// Private bits of the rq-qos policies (the kernel's `rq->wbt_flags`):
+    /// a policy marks what it accounted for the request in `track` and
+    /// clears it in `done`, which may run twice for flush sequences.
+    pub qos: u32,
     /// Slot generation, bumped on every free (catches use-after-free in tests).
     pub gen: u32,
     pub in_use: bool,
@@ -126,6 +181,8 @@ impl Request {
             bio_head: u32::MAX,
             bio_tail: u32::MAX,
             nr_bios: 0,
+            flush_seq: 0,
+            qos: 0,
             gen: 0,
             in_use: false,
         }
@@ -137,6 +194,7 @@ impl Request {
     pub fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0
     }
+    /// `op_is_sync(rq->cmd_flags)`.
     pub fn is_sync(&self) -> bool {
         op_is_sync(self.op, self.flags)
     }

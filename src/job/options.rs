@@ -70,6 +70,7 @@ pub(crate) enum Key {
     Fsync,
     Fdatasync,
     EndFsync,
+    Sync,
     KbBase,
     Description,
     WriteLatLog,
@@ -244,6 +245,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     m("fsync", &[], Value, Key::Fsync),
     m("fdatasync", &[], Value, Key::Fdatasync),
     m("end_fsync", &[], Bool, Key::EndFsync),
+    m("sync", &[], Value, Key::Sync),
     m("kb_base", &[], Value, Key::KbBase),
     // ---- valid fio options the model ignores: files ----
     m("description", &[], Value, Key::Description),
@@ -278,7 +280,6 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("hugepage-size", &[], Value),
     ig("lockmem", &[], Value),
     ig("invalidate", &[], Bool),
-    ig("sync", &[], Value),
     ig("write_hint", &[], Value),
     ig("create_serialize", &[], Bool),
     ig("create_fsync", &[], Bool),

@@ -1029,6 +1029,19 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         }
         Key::Fsync => s.fsync = u32_in(val()?, kb, 0, u32::MAX)?,
         Key::Fdatasync => s.fdatasync = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::Sync => {
+            // fio 3.33 options.c: none|0 → 0, sync|1 → O_SYNC, dsync → O_DSYNC.
+            s.sync_io = match val()?.trim() {
+                "none" | "0" => SyncIo::None,
+                "sync" | "1" => SyncIo::Sync,
+                "dsync" => SyncIo::Dsync,
+                t => {
+                    return Err(format!(
+                        "bad value '{t}'; expected one of: none, 0, sync, 1, dsync"
+                    ))
+                }
+            }
+        }
         Key::BsUnaligned
         | Key::Direct
         | Key::Buffered

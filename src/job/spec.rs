@@ -95,6 +95,21 @@ pub struct IoEngine {
     pub kind: EngineKind,
 }
 
+/// fio's `sync=`: the open flag for synchronous writes (filesetup.c ORs it
+/// into the open flags). On a block device, an O_DIRECT write then carries
+/// REQ_FUA (block/fops.c `dio_bio_write_op`), and a synchronous write call
+/// is followed by a cache flush (`generic_write_sync` → `blkdev_fsync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SyncIo {
+    /// `none` or `0` (the default).
+    #[default]
+    None,
+    /// `sync` or `1`: O_SYNC.
+    Sync,
+    /// `dsync`: O_DSYNC.
+    Dsync,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RateProcess {
     Linear,
@@ -239,6 +254,8 @@ pub struct JobSpec {
     pub fsync: u32,
     pub fdatasync: u32,
     pub end_fsync: bool,
+    /// `sync`: O_SYNC / O_DSYNC writes.
+    pub sync_io: SyncIo,
 
     /// `kb_base` (1024 or 1000): how size suffixes were read, and which unit
     /// prefixes fio's normal output prefers.
@@ -393,6 +410,7 @@ impl JobSpec {
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
+            sync_io: SyncIo::None,
             kb_base: 1024,
             description: None,
             write_lat_log: None,

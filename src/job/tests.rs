@@ -854,3 +854,24 @@ fn command_line_job_files() {
     // Global options are those in force at the end, as fio prints them.
     assert!(f.global_options.is_empty());
 }
+
+#[test]
+fn sync_option_takes_fios_values() {
+    for (v, want) in [
+        ("none", SyncIo::None),
+        ("0", SyncIo::None),
+        ("sync", SyncIo::Sync),
+        ("1", SyncIo::Sync),
+        ("dsync", SyncIo::Dsync),
+    ] {
+        assert_eq!(ok(&format!("[j]\nsync={v}\n")).jobs[0].sync_io, want, "{v}");
+    }
+    assert_eq!(ok("[j]\n").jobs[0].sync_io, SyncIo::None);
+    let f = ok("[j]\nsync=1\n");
+    assert!(
+        f.ignored.iter().all(|o| o != "sync"),
+        "sync= is modelled now"
+    );
+    let e = err("[j]\nsync=2\n").to_string();
+    assert!(e.contains("dsync"), "{e}");
+}

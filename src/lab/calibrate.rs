@@ -297,6 +297,7 @@ pub fn queue_limits(bd: &BlockDev) -> Result<QueueLimits, String> {
         write_cache: q
             .read("write_cache")
             .is_ok_and(|s| s.trim() == "write back"),
+        fua: num("fua", 0) == 1,
         max_hw_sectors_kb: num("max_hw_sectors_kb", 1280).max(4) as u32,
         max_segments: num("max_segments", 128) as u32,
         budget: false,
@@ -894,6 +895,7 @@ pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
         "write_cache = {}           # queue/write_cache (true = \"write back\")",
         q.write_cache
     );
+    let _ = writeln!(s, "fua = {}                   # queue/fua", q.fua);
     let _ = writeln!(
         s,
         "max_hw_sectors_kb = {}      # queue/max_hw_sectors_kb",
@@ -1081,6 +1083,7 @@ mod tests {
             queue_depth: 10240,
             rotational: true,
             write_cache: true,
+            fua: false,
             max_hw_sectors_kb: 4,
             max_segments: 65535,
             budget: false,
@@ -1165,6 +1168,7 @@ mod tests {
             queue_depth: 128,
             rotational: false,
             write_cache: true,
+            fua: false,
             max_hw_sectors_kb: 1280,
             max_segments: 128,
             budget: false,

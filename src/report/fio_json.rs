@@ -311,6 +311,13 @@ fn elevator_json(report: &RunReport) -> J {
         })
         .collect();
     o.val("switches", J::Arr(switches));
+    if let Some(ds) = &m.disk_stats {
+        let mut d = Obj::new();
+        for (k, v) in ds.named() {
+            d.uint(k, v);
+        }
+        o.val("disk_stats", d.done());
+    }
     let not_modelled: Vec<J> = report
         .jobs
         .iter()

@@ -63,6 +63,9 @@ pub struct ElevatorMeta {
     /// What became of each of `switches`, in the same order (simulation
     /// only; empty when unknown, e.g. for a report read from fio's JSON).
     pub switch_log: Vec<SwitchOutcome>,
+    /// `/sys/block/DEV/stat` at the end of the run (simulation), printed as
+    /// `"disk_stats"`.
+    pub disk_stats: Option<crate::block::stat::DiskStatFields>,
 }
 
 /// What became of one requested scheduler switch.

@@ -15,7 +15,7 @@ use crate::machine::Machine;
 use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport};
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::rng::stream_seed;
-use crate::sim::time::Ns;
+use crate::sim::time::{Ns, NS_PER_MS};
 use crate::stats::JobStats;
 use crate::task::costs::SyscallCosts;
 use crate::task::fio::{FioJob, Phase};
@@ -354,6 +354,9 @@ impl Simulation {
                 Event::Timer(TimerOwner::Elevator { generation }, tok) => {
                     self.with_block(t, |b, env| b.elv_timer(env, generation, tok));
                 }
+                Event::Timer(TimerOwner::RqQos, tok) => {
+                    self.with_block(t, |b, env| b.rq_qos_timer(env, tok));
+                }
                 Event::Switch(i) => {
                     let target = self.switches[i as usize].1;
                     self.with_block(t, |b, env| b.request_switch(env, target));
@@ -434,7 +437,6 @@ impl Simulation {
 
     fn finish(mut self) -> Result<RunReport, Error> {
         let end = self.now;
-        self.block.disk.settle(end);
         for (j, TaskSlot { job, .. }) in self.tasks.iter().enumerate() {
             if matches!(job.phase, Phase::Running | Phase::Draining | Phase::Waiting) {
                 return Err(Error::Internal(format!(
@@ -454,7 +456,6 @@ impl Simulation {
             "every request ends exactly once"
         );
         assert_eq!(self.block.live_requests(), 0, "no request outlives the run");
-        let d = &self.block.disk;
         let first_start = self
             .tasks
             .iter()
@@ -464,19 +465,24 @@ impl Simulation {
             .min()
             .unwrap_or(0);
         let span = end.saturating_sub(first_start).max(1);
+        // fio's disk_util and /sys/block/DEV/stat at the end (block/stat.rs).
+        let t = self.block.stats.totals(end);
+        // fio's disk_util (diskutil.c): deltas of ios, merges, ticks and
+        // time_in_queue over the run; util is io_ticks over the elapsed time.
         let disk = DiskUtil {
             name: self.disk_name.clone(),
-            read_ios: d.ios[0],
-            write_ios: d.ios[1],
-            read_sectors: d.sectors[0],
-            write_sectors: d.sectors[1],
-            read_merges: d.merges[0],
-            write_merges: d.merges[1],
-            read_ticks: d.ticks_ns[0] / 1_000_000,
-            write_ticks: d.ticks_ns[1] / 1_000_000,
-            in_queue: d.in_queue_ns / 1_000_000,
-            util: (d.io_ticks_ns as f64 * 100.0 / span as f64).min(100.0),
+            read_ios: t.ios[0],
+            write_ios: t.ios[1],
+            read_sectors: t.sectors[0],
+            write_sectors: t.sectors[1],
+            read_merges: t.merges[0],
+            write_merges: t.merges[1],
+            read_ticks: t.nsecs[0] / NS_PER_MS,
+            write_ticks: t.nsecs[1] / NS_PER_MS,
+            in_queue: t.all_nsecs / NS_PER_MS,
+            util: (t.io_ticks_ns as f64 * 100.0 / span as f64).min(100.0),
         };
+        let disk_stats = self.block.stats.read(end);
         let mut knobs = vec![
             (
                 "scheduler".to_string(),
@@ -555,6 +561,7 @@ impl Simulation {
                     .iter()
                     .map(|(at, t)| (*at, t.name.to_string()))
                     .collect(),
+                disk_stats: Some(disk_stats),
                 spec: None,
                 warnings: std::mem::take(&mut self.block.warnings),
                 switch_log: super::switches::outcomes(

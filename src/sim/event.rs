@@ -27,6 +27,8 @@ pub enum TimerOwner {
     Elevator { generation: u32 },
     /// The device model (an internal wake-up).
     Device,
+    /// The queue's rq-qos policies (the token names policy and timer).
+    RqQos,
 }
 
 /// Something that happens at a point in simulated time.

@@ -8,8 +8,8 @@
 use super::costs::SyscallCosts;
 use super::{BioOwner, SleepReason, Task, TaskCx};
 use crate::block::request::{flags, Op};
-use crate::block::{BioDone, BioSubmit, Plug, SubmitResult};
-use crate::job::{Ddir, EngineKind, JobSpec};
+use crate::block::{BioDone, BioSubmit, BlockWait, Plug, SubmitResult};
+use crate::job::{Ddir, EngineKind, JobSpec, SyncIo};
 use crate::sim::event::Event;
 use crate::sim::time::Ns;
 use crate::stats::JobStats;
@@ -41,6 +41,9 @@ struct IoU {
     issue: Ns,
     pieces_left: u32,
     done: Ns,
+    /// A synchronous O_SYNC/O_DSYNC write: after its data, the call flushes
+    /// the device cache (`generic_write_sync` → `blkdev_issue_flush`).
+    post_flush: bool,
 }
 
 /// One bio still to be submitted by a job.
@@ -188,6 +191,25 @@ impl FioJob {
             task.id
         );
         iou.pieces_left -= 1;
+        if iou.pieces_left == 0 && iou.post_flush {
+            // The write is on the device; the same call now flushes its cache.
+            iou.post_flush = false;
+            iou.pieces_left = 1;
+            self.pending.push_back(Piece {
+                slot: slot as u32,
+                op: Op::Write,
+                sector: 0,
+                nr_sectors: 0,
+                flags: flags::PREFLUSH,
+                last: false,
+            });
+            if at > cx.now {
+                cx.wake_at(task, at);
+            } else {
+                cx.step_again(task.id);
+            }
+            return;
+        }
         if iou.pieces_left == 0 {
             iou.done = at.max(iou.issue);
             self.completed.push(slot as u32);
@@ -315,6 +337,7 @@ impl FioJob {
                 issue: now,
                 pieces_left: 0,
                 done: 0,
+                post_flush: false,
             };
             if io.ddir == Ddir::Write {
                 self.writes_since_sync += 1;
@@ -354,6 +377,7 @@ impl FioJob {
             issue: now,
             pieces_left: 1,
             done: 0,
+            post_flush: false,
         };
         slot
     }
@@ -370,13 +394,14 @@ impl FioJob {
         };
         for &slot in batch {
             if self.ious[slot as usize].ddir.is_none() {
-                // fsync/fdatasync: a flush request (REQ_PREFLUSH on an empty bio).
+                // fsync/fdatasync of a block device: blkdev_issue_flush sends
+                // an empty REQ_OP_WRITE | REQ_PREFLUSH bio (block/blk-flush.c).
                 self.pending.push_back(Piece {
                     slot,
-                    op: Op::Flush,
+                    op: Op::Write,
                     sector: 0,
                     nr_sectors: 0,
-                    flags: flags::PREFLUSH | flags::SYNC,
+                    flags: flags::PREFLUSH,
                     last: true,
                 });
             }
@@ -464,11 +489,11 @@ impl FioJob {
                         self.issued.push(p.slot);
                     }
                 }
-                SubmitResult::Sleep => {
-                    task.sleep = Some(if cx.block.is_frozen() {
-                        SleepReason::Freeze
-                    } else {
-                        SleepReason::Tag
+                SubmitResult::Sleep(why) => {
+                    task.sleep = Some(match why {
+                        BlockWait::Tag => SleepReason::Tag,
+                        BlockWait::Frozen => SleepReason::Freeze,
+                        BlockWait::RqQos => SleepReason::Throttle,
                     });
                     break;
                 }
@@ -552,9 +577,18 @@ impl FioJob {
         if self.kind == EngineKind::Passthrough {
             base_flags |= flags::PASSTHROUGH;
         }
+        let mut post_flush = false;
         if op == Op::Write && self.spec.direct {
-            // O_DIRECT writes are REQ_SYNC | REQ_IDLE (iomap/blockdev direct I/O).
-            base_flags |= flags::SYNC;
+            // O_DIRECT writes are REQ_SYNC | REQ_IDLE, plus REQ_FUA on an
+            // O_SYNC/O_DSYNC file (block/fops.c dio_bio_write_op).
+            base_flags |= flags::SYNC | flags::IDLE;
+            if self.spec.sync_io != SyncIo::None {
+                base_flags |= flags::FUA;
+                // A write(2)-style call then syncs (blkdev_write_iter →
+                // generic_write_sync → blkdev_fsync); an AIO write returns
+                // -EIOCBQUEUED and does not.
+                post_flush = self.kind == EngineKind::Sync;
+            }
         }
         let mut sector = io.offset / 512;
         let mut left = io.len.div_ceil(512);
@@ -579,5 +613,6 @@ impl FioJob {
             n += 1;
         }
         self.ious[slot as usize].pieces_left = n;
+        self.ious[slot as usize].post_flush = post_flush;
     }
 }
