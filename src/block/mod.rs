@@ -657,6 +657,7 @@ impl BlockLayer {
     }
 
     /// Take a tag and set the request up (`blk_mq_get_new_requests`).
+    #[inline]
     fn alloc_request(&mut self, env: &mut Env, b: &BioSubmit, hctx: usize) -> Option<RqId> {
         let bypass = b.op == Op::Flush || b.flags & flags::PASSTHROUGH != 0;
         let sync = op_is_sync(b.op, b.flags);
@@ -974,6 +975,7 @@ impl BlockLayer {
         }
     }
 
+    #[inline]
     fn drain_device_out(&mut self, env: &mut Env) {
         for &(at, id) in &self.dev_out.completions {
             env.events.push(at.max(env.now), Event::DeviceComplete(id));
@@ -1143,15 +1145,7 @@ impl BlockLayer {
         self.cpu.begin(self.rqs[rq].cpu, env.now);
         self.cpu.charge(self.costs.complete_ns);
         if self.rqs[rq].has(flags::FLUSH_SEQ) {
-            // The flush machinery's end_io handlers (flush.rs).
-            if self.rqs[rq].op == Op::Flush {
-                self.flush_end_io(env, rq);
-            } else {
-                self.flush_data_end_io(env, rq);
-            }
-            if self.requeue_pending() {
-                self.run_requeue_work(env);
-            }
+            self.flush_seq_complete(env, rq);
         } else {
             self.end_request(env, rq, true);
         }
@@ -1191,9 +1185,24 @@ impl BlockLayer {
         self.cpu.end();
     }
 
+    /// A flush-sequence request completed: the flush machinery's end_io
+    /// handlers (flush.rs).
+    #[cold]
+    fn flush_seq_complete(&mut self, env: &mut Env, rq: RqId) {
+        if self.rqs[rq].op == Op::Flush {
+            self.flush_end_io(env, rq);
+        } else {
+            self.flush_data_end_io(env, rq);
+        }
+        if self.requeue_pending() {
+            self.run_requeue_work(env);
+        }
+    }
+
     /// `blk_mq_end_request`: the request's bytes are done (`account_bytes`;
     /// false when a flush sequence's data step counted them), the scheduler
     /// and the statistics see its end, its bios complete, it is freed.
+    #[inline]
     pub(super) fn end_request(&mut self, env: &mut Env, rq: RqId, account_bytes: bool) {
         let use_sched = self.rqs[rq].has(flags::USE_SCHED);
         if account_bytes {
@@ -1213,6 +1222,7 @@ impl BlockLayer {
         self.free_request(env, rq, use_sched);
     }
 
+    #[inline]
     fn end_bios(&mut self, env: &mut Env, rq: RqId) {
         let mut b = self.rqs[rq].bio_head;
         while b != u32::MAX {
@@ -1234,6 +1244,7 @@ impl BlockLayer {
     }
 
     /// Release tags and the request (`blk_mq_free_request`), waking one sleeper.
+    #[inline]
     fn free_request(&mut self, env: &mut Env, rq: RqId, use_sched: bool) {
         if use_sched {
             self.with_elv(env, |e, ctx| e.finish_request(ctx, rq));
