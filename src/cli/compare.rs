@@ -15,7 +15,7 @@ const OWN_OPTS: &[Opt] = &[
     valued(
         "schedulers",
         "LIST",
-        "comma-separated (default none,mq-deadline,kyber,bfq); schedulers\nthe simulator does not have yet are listed as such",
+        "comma-separated (default: every scheduler current mainline kernels\nhave); schedulers the simulator does not have yet are listed as\nsuch (`elevator schedulers`)",
     ),
     valued(
         "format",
@@ -114,7 +114,14 @@ pub fn cmd(argv: &[String]) -> Result<(), CliError> {
             )));
         }
     }
-    let names = list(p.get("schedulers").unwrap_or("none,mq-deadline,kyber,bfq"));
+    let names = match p.get("schedulers") {
+        Some(l) => list(l),
+        None => sched::SCHEDULERS
+            .iter()
+            .filter(|t| t.mainline)
+            .map(|t| t.name.to_string())
+            .collect(),
+    };
     if names.is_empty() {
         return Err(CliError::bad(
             "--schedulers: expected a comma-separated list",

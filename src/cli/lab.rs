@@ -29,7 +29,7 @@ const LAB_OPTS: &[Opt] = &[
     valued(
         "schedulers",
         "LIST",
-        "comma-separated (default: all the device offers); cfq,\ndeadline, noop, tpps are simulation only",
+        "comma-separated (default: all the device offers); schedulers\ncurrent kernels lack are simulation only (`elevator schedulers`)",
     ),
     valued(
         "set",
