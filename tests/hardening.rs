@@ -534,3 +534,44 @@ fn normal_output_lists_switches_before_the_job_lines() {
     assert_eq!(s["drain_start_ns"], 1_000_000, "{s}");
     assert!(s["done_ns"].as_u64().unwrap() >= 1_000_000, "{s}");
 }
+
+/// Found by tests/fuzz_run.rs: tasks asleep for a tag when a switch froze
+/// the queue were lost when the switch rebuilt the hardware queues, and the
+/// run ended with a job that never finished. Tag waiters have entered the
+/// queue (the kernel's freeze waits for them), so they get their requests
+/// during the drain and the switch happens after.
+#[test]
+fn a_switch_keeps_the_tasks_waiting_for_tags() {
+    use elevator::run::{DeviceSource, JobSource, RunSpec, Setting, Switch};
+    let job = "[global]\nsize=4m\nnumjobs=4\n[job0]\n[job1]\n[job2]\n";
+    for from in ["noop", "none", "mq-deadline", "deadline"] {
+        let mut spec = RunSpec::new(JobSource::text("waiters.fio", job));
+        spec.device = DeviceSource {
+            name: "hdd".into(),
+            profile: None,
+        };
+        spec.scheduler = from.into();
+        spec.settings.push(Setting {
+            name: "nr_requests".into(),
+            value: "1".into(),
+        });
+        spec.switches.push(Switch {
+            at_ns: 1_000_000,
+            scheduler: if from == "mq-deadline" {
+                "none"
+            } else {
+                "mq-deadline"
+            }
+            .into(),
+        });
+        spec.max_runtime_ns = Some(2_000_000);
+        let report = elevator::run::run(&spec).unwrap_or_else(|e| panic!("{from}: {e}"));
+        let ios: u64 = report
+            .jobs
+            .iter()
+            .map(|j| j.stats.total_ios(elevator::job::spec::Ddir::Read))
+            .sum();
+        // Twelve jobs, each with its one request done before it could stop.
+        assert!(ios >= 12, "{from}: {ios} I/Os");
+    }
+}

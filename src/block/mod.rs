@@ -229,6 +229,11 @@ pub struct BlockLayer {
     /// to none, as the kernel does); reported with the results.
     pub warnings: Vec<String>,
     freeze_waiters: Vec<u32>,
+    /// Tag waiters woken by a freed request that have not retried yet. Like
+    /// the waiters still queued they have entered the queue
+    /// (`blk_queue_enter` holds `q_usage_counter` while `blk_mq_get_tag`
+    /// sleeps), so a freeze lets them through and its drain waits for them.
+    tag_woken: Vec<u32>,
     cgroups: CgroupTree,
     /// `iosched/NAME=VALUE` settings applied to every scheduler that has NAME.
     iosched_settings: Vec<(String, String)>,
@@ -345,6 +350,7 @@ impl BlockLayer {
             warnings: Vec::new(),
             switch_log: Vec::new(),
             freeze_waiters: Vec::new(),
+            tag_woken: Vec::new(),
             cgroups,
             iosched_settings,
             stats: DiskStats::default(),
@@ -540,7 +546,14 @@ impl BlockLayer {
         b: &BioSubmit,
         mut plug: Option<&mut Plug>,
     ) -> SubmitResult {
-        if self.frozen {
+        let mut entered = false;
+        if !self.tag_woken.is_empty() {
+            if let Some(i) = self.tag_woken.iter().position(|&p| p == b.pid) {
+                self.tag_woken.swap_remove(i);
+                entered = true;
+            }
+        }
+        if self.frozen && !entered && !self.qos_holds(b.pid) {
             // blk_queue_enter blocks while the queue is frozen; the task sleeps,
             // which flushes its plug.
             if let Some(p) = plug {
@@ -1012,7 +1025,7 @@ impl BlockLayer {
 
     /// `blk_mq_run_hw_queue` → `blk_mq_sched_dispatch_requests`, inline.
     pub fn run_hw_queue(&mut self, env: &mut Env, hctx: usize) {
-        if self.frozen && self.pending_switch.is_some() && self.rqs.live() == 0 {
+        if self.frozen && self.pending_switch.is_some() && self.drained() {
             return;
         }
         // 1. hctx->dispatch first; while it holds requests the elevator is not asked.
@@ -1262,6 +1275,7 @@ impl BlockLayer {
         }
         self.rqs.free(rq);
         if let Some(pid) = self.hctxs[hctx].tag_waiters.pop_front() {
+            self.tag_woken.push(pid);
             env.woken.push(pid);
         }
     }
@@ -1316,8 +1330,23 @@ impl BlockLayer {
         self.try_switch(env);
     }
 
+    /// The freeze has drained: no request lives and no task is inside the
+    /// queue (waiting for a tag, woken for one, or inside rq-qos throttle).
+    fn drained(&self) -> bool {
+        self.rqs.live() == 0
+            && self.tag_woken.is_empty()
+            && self.hctxs.iter().all(|h| h.tag_waiters.is_empty())
+            && !self.qos.holds_tasks()
+    }
+
+    /// Task `pid` is inside the rq-qos throttle, past `blk_queue_enter`.
+    #[inline]
+    fn qos_holds(&self, pid: u32) -> bool {
+        !self.qos.is_empty() && self.qos.stage(pid).is_some()
+    }
+
     fn try_switch(&mut self, env: &mut Env) {
-        if self.rqs.live() != 0 {
+        if !self.drained() {
             return;
         }
         let Some(t) = self.pending_switch.take() else {

@@ -238,6 +238,10 @@ impl RqQos {
         self.policies.iter().map(|s| s.policy.id()).collect()
     }
 
+    /// Some task is between `throttle` and allocation.
+    pub fn holds_tasks(&self) -> bool {
+        !self.tasks.is_empty()
+    }
     /// Where task `pid` is inside the throttle, if anywhere.
     #[inline]
     pub fn stage(&self, pid: u32) -> Option<TaskStage> {

@@ -437,11 +437,11 @@ impl Simulation {
 
     fn finish(mut self) -> Result<RunReport, Error> {
         let end = self.now;
-        for (j, TaskSlot { job, .. }) in self.tasks.iter().enumerate() {
+        for (j, TaskSlot { task, job }) in self.tasks.iter().enumerate() {
             if matches!(job.phase, Phase::Running | Phase::Draining | Phase::Waiting) {
                 return Err(Error::Internal(format!(
-                    "job {j} ('{}') never finished",
-                    job.spec.name
+                    "job {j} ('{}') never finished (phase {:?}, asleep on {:?})",
+                    job.spec.name, job.phase, task.sleep
                 )));
             }
         }
