@@ -575,3 +575,24 @@ fn a_switch_keeps_the_tasks_waiting_for_tags() {
         assert!(ios >= 12, "{from}: {ios} I/Os");
     }
 }
+
+/// Found by tests/fuzz_run.rs: a completion whose CPU work ended after the
+/// task's already-armed wake-up was folded into that wake-up, and the step
+/// then reaped only what had finished by then; the rest waited forever.
+#[test]
+fn completions_finishing_after_a_reap_are_reaped_later() {
+    use elevator::run::{DeviceSource, JobSource, RunSpec, Switch};
+    let job = "[global]\nfilename=/dev/fuzz\nnumjobs=2\n[job0]\nbs=1k,8k\niodepth=1024\nioengine=io_uring\n";
+    let mut spec = RunSpec::new(JobSource::text("late.fio", job));
+    spec.device = DeviceSource {
+        name: "hdd".into(),
+        profile: None,
+    };
+    spec.scheduler = "noop".into();
+    spec.switches.push(Switch {
+        at_ns: 5_000_000,
+        scheduler: "none".into(),
+    });
+    spec.max_runtime_ns = Some(4_000_000);
+    elevator::run::run(&spec).expect("every job finishes");
+}

@@ -440,8 +440,17 @@ impl Simulation {
         for (j, TaskSlot { task, job }) in self.tasks.iter().enumerate() {
             if matches!(job.phase, Phase::Running | Phase::Draining | Phase::Waiting) {
                 return Err(Error::Internal(format!(
-                    "job {j} ('{}') never finished (phase {:?}, asleep on {:?})",
-                    job.spec.name, job.phase, task.sleep
+                    "job {j} ('{}') never finished (phase {:?}, asleep on {:?}; \
+                     {} requests live, queue {})",
+                    job.spec.name,
+                    job.phase,
+                    task.sleep,
+                    self.block.live_requests(),
+                    if self.block.is_frozen() {
+                        "frozen"
+                    } else {
+                        "not frozen"
+                    }
                 )));
             }
         }

@@ -513,10 +513,12 @@ impl FioJob {
         }
         let mut n = 0;
         let mut i = 0;
+        let mut next = Ns::MAX;
         while i < self.completed.len() {
             let slot = self.completed[i];
             let iou = self.ious[slot as usize];
             if iou.done > now {
+                next = next.min(iou.done);
                 i += 1;
                 continue;
             }
@@ -544,6 +546,11 @@ impl FioJob {
             }
             self.inflight -= 1;
             self.free_slots.push(slot);
+        }
+        if next != Ns::MAX {
+            // Completions whose CPU work ends later: their wake-up may have
+            // been folded into an earlier one (this step), so arm it again.
+            cx.wake_at(task, next);
         }
         if n > 0 {
             self.stats.record_complete(n);
