@@ -211,6 +211,30 @@ pub struct Queue {
     pub disk: String,
 }
 
+/// The order queue knobs are written in, restoring as well as applying:
+/// `nr_requests` right after the scheduler (a switch resets it); then the
+/// queue limits (`rotational`, `max_sectors_kb`, `write_cache` and any knob
+/// not known here): on this kernel committing a limit recomputes
+/// `read_ahead_kb` (with rotational=1 it becomes twice `max_sectors_kb`);
+/// then the knobs that change nothing else; `read_ahead_kb` last.
+pub fn knob_rank(name: &str) -> u8 {
+    match name {
+        "nr_requests" => 0,
+        "rotational" | "max_sectors_kb" | "write_cache" => 1,
+        "nomerges" | "rq_affinity" | "wbt_lat_usec" | "iostats" | "add_random" | "io_poll"
+        | "io_poll_delay" => 3,
+        "read_ahead_kb" => 4,
+        _ => 2,
+    }
+}
+
+/// `knobs` in the order they must be written ([`knob_rank`]), stable.
+pub fn in_write_order(knobs: &[(String, String)]) -> Vec<(String, String)> {
+    let mut v = knobs.to_vec();
+    v.sort_by_key(|(k, _)| knob_rank(k));
+    v
+}
+
 /// Queue attributes the lab snapshots and restores besides the ones a user
 /// sets (a scheduler switch resets `nr_requests`; BFQ turns wbt off).
 pub const SNAPSHOT_KNOBS: &[&str] = &[
@@ -300,11 +324,33 @@ impl Queue {
         }
     }
 
-    /// Put back a snapshot: scheduler first (switching resets tunables and
-    /// `nr_requests`), then its tunables, then the queue knobs; only values
-    /// that differ are written. Returns what could not be restored.
+    /// Put back a snapshot in dependency order: the scheduler (switching
+    /// resets its tunables and `nr_requests`), its tunables, then the queue
+    /// knobs in [`knob_rank`] order; only values that differ are written.
+    /// Every value is read back afterwards; when something still differs
+    /// (one write undid another) the whole sequence runs once more. Returns
+    /// what could not be restored.
     pub fn restore(&self, s: &Snapshot) -> Vec<String> {
+        let names: Vec<String> = s.knobs.iter().map(|(k, _)| k.clone()).collect();
         let mut errors = Vec::new();
+        for pass in 0..2 {
+            errors.clear();
+            self.restore_pass(s, &mut errors);
+            let now = self.snapshot(&names);
+            let diff = s.differences(&now);
+            if diff.is_empty() && errors.is_empty() {
+                return errors;
+            }
+            if pass == 1 {
+                for d in diff {
+                    errors.push(format!("{}: not restored: {d}", self.disk));
+                }
+            }
+        }
+        errors
+    }
+
+    fn restore_pass(&self, s: &Snapshot, errors: &mut Vec<String>) {
         if let Some(sched) = &s.scheduler {
             if self.scheduler().as_deref() != Some(sched.as_str()) {
                 if let Err(e) = self.set_scheduler(sched) {
@@ -320,19 +366,13 @@ impl Queue {
                 }
             }
         }
-        for (name, val) in &s.knobs {
-            if self.read(name).ok().as_deref() != Some(val.as_str()) {
-                if let Err(e) = self.write(name, val) {
+        for (name, val) in in_write_order(&s.knobs) {
+            if self.read(&name).ok().as_deref() != Some(val.as_str()) {
+                if let Err(e) = self.write(&name, &val) {
                     errors.push(e);
                 }
             }
         }
-        // A second look: report anything still different.
-        let now = self.snapshot(&s.knobs.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>());
-        for d in s.differences(&now) {
-            errors.push(format!("{}: not restored: {d}", self.disk));
-        }
-        errors
     }
 }
 
@@ -477,6 +517,36 @@ mod tests {
         assert!(is_swap(s, "/dev/loop5"));
         assert!(!is_swap(s, "/dev/loop6"));
         assert!(!is_swap("Filename\tType\n", "/dev/loop5"));
+    }
+
+    #[test]
+    fn read_ahead_is_written_after_the_limits_that_reset_it() {
+        let knobs: Vec<(String, String)> = [
+            "nr_requests",
+            "read_ahead_kb",
+            "rotational",
+            "nomerges",
+            "max_sectors_kb",
+            "write_cache",
+            "wbt_lat_usec",
+            "rq_affinity",
+            "some_new_limit",
+        ]
+        .iter()
+        .map(|k| (k.to_string(), "1".to_string()))
+        .collect();
+        let order: Vec<String> = in_write_order(&knobs).into_iter().map(|(k, _)| k).collect();
+        let at = |k: &str| order.iter().position(|x| x == k).unwrap();
+        assert_eq!(at("nr_requests"), 0);
+        assert_eq!(at("read_ahead_kb"), order.len() - 1);
+        for limit in [
+            "rotational",
+            "max_sectors_kb",
+            "write_cache",
+            "some_new_limit",
+        ] {
+            assert!(at(limit) < at("read_ahead_kb"), "{order:?}");
+        }
     }
 
     #[test]
