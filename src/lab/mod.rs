@@ -24,6 +24,7 @@ pub mod cgroup;
 pub mod device;
 pub mod fio;
 pub mod jobfile;
+pub mod journal;
 pub mod loopdev;
 pub mod runner;
 pub mod signal;
