@@ -18,6 +18,19 @@ pub struct BlockDev {
     pub sys: PathBuf,
 }
 
+/// `O_EXCL` (asm-generic/fcntl.h and the architectures that differ).
+#[cfg(any(target_arch = "mips", target_arch = "mips64"))]
+const O_EXCL: i32 = 0x400;
+#[cfg(any(target_arch = "sparc", target_arch = "sparc64"))]
+const O_EXCL: i32 = 0x800;
+#[cfg(not(any(
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "sparc",
+    target_arch = "sparc64"
+)))]
+const O_EXCL: i32 = 0o200;
+
 /// `MAJ:MIN` of a device number as sysfs and mountinfo print it.
 fn dev_string(rdev: u64) -> String {
     let major = ((rdev >> 8) & 0xfff) | ((rdev >> 32) & !0xfff);
@@ -105,6 +118,67 @@ impl BlockDev {
             v.extend(parts);
         }
         v
+    }
+
+    /// The device number of the device given, `MAJ:MIN`.
+    pub fn devno(&self) -> Option<(u32, u32)> {
+        let md = fs::metadata(&self.path).ok()?;
+        let s = dev_string(md.rdev());
+        let (a, b) = s.split_once(':')?;
+        Some((a.parse().ok()?, b.parse().ok()?))
+    }
+
+    /// Open the device exclusively (`O_EXCL` on a block device): the kernel
+    /// refuses with EBUSY while it is mounted or claimed anywhere, in any
+    /// mount namespace, and nothing can mount or claim it while the returned
+    /// file stays open. Ordinary opens (fio's) still work.
+    pub fn claim(&self) -> std::io::Result<fs::File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(O_EXCL)
+            .open(&self.path)
+    }
+
+    /// Mounts of the disk or its partitions in every mount namespace this
+    /// machine has (from each process's mountinfo): "DEV is mounted at MNT
+    /// (FSTYPE) in the mount namespace of pid N".
+    pub fn mounts_elsewhere(&self) -> Vec<String> {
+        let own = fs::read_link("/proc/self/ns/mnt").ok();
+        let mut seen = Vec::new();
+        let mut out = Vec::new();
+        let Ok(rd) = fs::read_dir("/proc") else {
+            return out;
+        };
+        let mut pids: Vec<u32> = rd
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        pids.sort_unstable();
+        let members: Vec<(String, String)> = self
+            .members()
+            .into_iter()
+            .map(|(name, sys)| (name, read_trim(&sys.join("dev")).unwrap_or_default()))
+            .collect();
+        for pid in pids {
+            let Ok(ns) = fs::read_link(format!("/proc/{pid}/ns/mnt")) else {
+                continue;
+            };
+            if Some(&ns) == own.as_ref() || seen.contains(&ns) {
+                continue;
+            }
+            seen.push(ns);
+            let mi = fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
+            for (name, devno) in &members {
+                let devpath = format!("/dev/{name}");
+                for (mnt, fstype) in mounts_of(&mi, devno, &devpath) {
+                    out.push(format!(
+                        "{devpath} is mounted at {mnt} ({fstype}) in the mount namespace of pid {pid}"
+                    ));
+                }
+            }
+        }
+        out
     }
 
     /// Reasons the device must not be written to: mounted filesystems on the
