@@ -100,10 +100,14 @@ USAGE:
 
     elevator lab --recover
 
-Needs root and fio (apt-get install fio). Every job's filename= is replaced
-by DEV: the device is overwritten. A device that is mounted (in any mount
-namespace), has mounted partitions or holders, or is swap is refused, and
-it is held open exclusively while the lab runs.
+Needs root and fio (apt-get install fio). The job file may send I/O only to
+DEV: every option that names a file or device (filename, directory,
+read_iolog's trace, replay_redirect, ...) is replaced by DEV, logs fio
+writes go to the lab's private directory, and any other option that is not
+known to be safe (exec_prerun, ioengine=external:..., ...) is refused, naming
+the file, line and option. The device is overwritten. A device that is
+mounted (in any mount namespace), has mounted partitions or holders, or is
+swap is refused, and it is held open exclusively while the lab runs.
 Scheduler, queue knobs and tunables are restored afterwards in dependency
 order and checked, and the cgroups made for the job removed (also on
 Ctrl-C).
@@ -153,7 +157,8 @@ the profile (calibrated first when --profile is not given), then prints per
 scheduler and group measured vs simulated IOPS, mean and p99 latency with
 their ratio, the IOPS ratio to the first scheduler (measured paired within
 rounds vs simulated), and a summary: ranking agreement and mean absolute
-percentage error. Schedulers the simulator lacks are measured only.
+percentage error. Schedulers the simulator lacks are measured only. The job
+file is checked as for `elevator lab`.
 
 {}
 {}",

@@ -7,7 +7,9 @@
 //!   that are in use (mounted, partitions mounted, holders, swap).
 //! - [`cgroup`]: blkio (v1) or io (v2) groups for jobs that ask for them, with
 //!   the BFQ weight written by us (fio's own `cgroup_weight=` fails under BFQ).
-//! - [`jobfile`]: the job file rewritten for fio (device, cgroups, runtime cap).
+//! - [`jobfile`]: the job file checked against an allow-list and rewritten
+//!   for fio, so it can reach only the device (traces checked, logs kept in
+//!   the lab's private directory, cgroups, runtime cap).
 //! - [`fio`]: finding and running fio, and reading its JSON into a `RunReport`.
 //! - [`runner`]: schedulers × rounds, interleaved, with everything restored
 //!   afterwards (also on error and on Ctrl-C, see [`signal`]).

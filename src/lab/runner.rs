@@ -11,7 +11,7 @@
 
 use super::device::{in_write_order, BlockDev, Queue};
 use super::fio::{self, CpuTimes};
-use super::jobfile::{self, Rewrite};
+use super::jobfile::{self, Prepared, Rewrite, Target};
 use super::session::Session;
 use super::{signal, LabError};
 use crate::job::JobFile;
@@ -209,6 +209,13 @@ pub fn run_lab(o: &LabOptions) -> Result<LabResult, LabError> {
             offered.join(", ")
         )));
     }
+    let env = |n: &str| std::env::var(n).ok();
+    let target = Target {
+        path: result.device.clone(),
+        devno: bd.devno(),
+    };
+    let prepared =
+        jobfile::prepare(&o.job, &target, &env).map_err(|e| LabError::input(e.to_string()))?;
     let jf: JobFile = jobfile::parse_for_device(&o.job, &result.device).map_err(LabError::input)?;
     let (queue_sets, iosched_sets) = split_sets(&q, &o.sets).map_err(LabError::input)?;
     if let Some(n) = busy_note() {
@@ -228,7 +235,16 @@ pub fn run_lab(o: &LabOptions) -> Result<LabResult, LabError> {
             let note = s.create_groups(&wanted_groups)?;
             result.notes.push(note);
         }
-        session(o, &s, &jf, &queue_sets, &iosched_sets, &mut result).map_err(LabError::failed)
+        session(
+            o,
+            &s,
+            &prepared,
+            &jf,
+            &queue_sets,
+            &iosched_sets,
+            &mut result,
+        )
+        .map_err(LabError::failed)
     })();
     let problems = s.finish();
     for p in &problems {
@@ -255,6 +271,7 @@ fn keep_outputs(work: &Path, skip: &[&str], dir: &Path, prefix: &str) -> Result<
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if skip.contains(&name.as_str())
+            || name.starts_with("trace-")
             || name == super::journal::MARKER
             || !e.file_type().is_ok_and(|t| t.is_file())
         {
@@ -271,6 +288,7 @@ fn keep_outputs(work: &Path, skip: &[&str], dir: &Path, prefix: &str) -> Result<
 fn session(
     o: &LabOptions,
     s: &Session,
+    prepared: &Prepared,
     jf: &JobFile,
     queue_sets: &[(String, String)],
     iosched_sets: &[(String, String)],
@@ -281,15 +299,12 @@ fn session(
     let groups = s.groups();
     let cg = |name: &str| groups.and_then(|g| g.fio_path(name));
     let dev = result.device.clone();
-    let text = jobfile::read_inlined(&o.job).map_err(|e| e.to_string())?;
-    let rewritten = jobfile::rewrite(
-        &text,
-        &Rewrite {
-            device: &dev,
-            cgroup: &cg,
-            max_runtime: o.max_runtime,
-        },
-    );
+    let rewritten = prepared.render(&Rewrite {
+        cgroup: &cg,
+        max_runtime: o.max_runtime,
+        trace_dir: work,
+    })?;
+    prepared.write_traces(work)?;
     let job_path = work.join("job.fio");
     std::fs::write(&job_path, &rewritten).map_err(|e| format!("{}: {e}", job_path.display()))?;
     if let Some(dir) = &o.save_json {
