@@ -221,3 +221,92 @@ fn ctrl_c_during_settle_starts_no_fio() {
     );
     assert_eq!(before, dev.state());
 }
+
+/// Start a lab run on `dev` and wait for fio; returns the lab and its guard's pid.
+fn start_with_guard(dev: &Loop, jobfile: &str, jd: &Path) -> (std::process::Child, u32) {
+    let lab = Command::new(BIN)
+        .args(["lab", jobfile, "--dev", &dev.0, "--schedulers", "bfq"])
+        .env("ELEVATOR_LAB_JOURNAL_DIR", jd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pattern = format!("elevator-lab-{}-", lab.id());
+    assert!(wait_for(15.0, || lab_support::fio_procs(&pattern).len() >= 3));
+    let guards: Vec<u32> = procs_matching(&pattern)
+        .into_iter()
+        .filter(|(_, cmd)| cmd.contains("elevator-fio-guard"))
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(guards.len(), 1, "{:?}", procs_matching(&pattern));
+    (lab, guards[0])
+}
+
+fn signal(sig: &str, pid: u32) {
+    let k = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .output()
+        .unwrap();
+    assert!(k.status.success(), "kill {sig} {pid}");
+}
+
+#[test]
+fn fio_is_killed_even_when_its_guard_is_killed() {
+    if !ready("fio_is_killed_even_when_its_guard_is_killed", &[]) {
+        return;
+    }
+    let _g = serial();
+    let dev = Loop::new("256M");
+    let before = dev.state();
+    let dir = scratch("kill9guard");
+    let jd = dir.path().join("journal");
+    let _recover = lab_support::RecoverOnDrop(jd.clone());
+    let j = job(dir.path(), "cg.fio", JOB);
+
+    // The guard dies (SIGKILL: its trap cannot run), the lab lives: the lab
+    // kills fio itself, restores and fails.
+    let (lab, guard) = start_with_guard(&dev, &j, &jd);
+    let pattern = format!("elevator-lab-{}-", lab.id());
+    signal("-KILL", guard);
+    let o = lab.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("guard ended"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        procs_matching(&pattern).is_empty(),
+        "{:?}",
+        procs_matching(&pattern)
+    );
+    assert_eq!(before, dev.state());
+    assert_eq!(journals(&jd), 0);
+
+    // The lab is frozen, its guard killed, then the lab: fio is left, and
+    // recovery kills it by its command line.
+    let (mut lab, guard) = start_with_guard(&dev, &j, &jd);
+    let pattern = format!("elevator-lab-{}-", lab.id());
+    signal("-STOP", lab.id());
+    signal("-KILL", guard);
+    lab.kill().unwrap();
+    lab.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !lab_support::fio_procs(&pattern).is_empty(),
+        "fio stopped without its guard"
+    );
+    let o = elevator_env(
+        &["lab", "--recover"],
+        &[("ELEVATOR_LAB_JOURNAL_DIR", jd.to_str().unwrap())],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("killed leftover fio processes"),
+        "{}",
+        text(&o)
+    );
+    assert!(wait_for(5.0, || procs_matching(&pattern).is_empty()));
+    assert_eq!(before, dev.state());
+    assert_eq!(journals(&jd), 0);
+}

@@ -183,9 +183,20 @@ pub fn run(
         std::thread::sleep(Duration::from_millis(20));
     };
     // fio waits for its job processes before it exits, and the guard for
-    // fio: the group is empty now (and the pid reaped, so no more signals).
+    // fio. Should the guard have died otherwise, nothing of fio may outlive
+    // this call.
     running.done = true;
     drop(running);
+    let left = super::journal::kill_fio_in(&[workdir.to_path_buf()]);
+    if !left.is_empty() && signal::interrupted().is_none() {
+        return Err(format!(
+            "fio's guard ended ({status}) while fio still ran; killed fio (pids {})",
+            left.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
     let wall = start.elapsed();
     let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
     if let Some(sig) = signal::interrupted() {

@@ -395,22 +395,73 @@ pub fn recover_in(dir: &Path) -> Recovery {
     out
 }
 
-/// Kill every process of the group led by `p` (pid and start time guard
-/// against reuse) and wait for them to go. Returns the pids killed.
+/// The command line of a process, NULs as spaces.
+fn cmdline(pid: u32) -> String {
+    let b = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    String::from_utf8_lossy(&b).replace('\0', " ")
+}
+
+/// Whether `pid` is fio, or the guard shell fio runs under (`lab::fio`).
+fn is_fio_or_guard(pid: u32) -> bool {
+    match comm(pid).as_str() {
+        "fio" => true,
+        "sh" => cmdline(pid).contains("elevator-fio-guard"),
+        _ => false,
+    }
+}
+
+/// Kill the group led by the guard `p` if that guard still runs (same pid,
+/// same start time, still the guard: a reused pid is left alone), and wait
+/// for it to go. Returns the pids killed.
 pub fn kill_group(p: &ProcRecord) -> Vec<u32> {
-    let members = |pids: &[u32]| -> Vec<u32> {
-        pids.iter()
-            .copied()
-            .filter(|&q| pgrp(q) == Some(p.pid) && start_time(q).is_some_and(|s| s >= p.start))
-            .collect()
-    };
+    if start_time(p.pid) != Some(p.start) || !is_fio_or_guard(p.pid) {
+        return Vec::new();
+    }
     let mut killed = Vec::new();
     for _ in 0..50 {
-        let now = members(&all_pids());
+        let now: Vec<u32> = all_pids()
+            .into_iter()
+            .filter(|&q| pgrp(q) == Some(p.pid))
+            .collect();
         if now.is_empty() {
             break;
         }
+        super::signal::send_group(p.pid, super::signal::SIGKILL);
         for q in now {
+            if !killed.contains(&q) {
+                killed.push(q);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    killed
+}
+
+/// Kill fio and its guard wherever their command line names one of `dirs`
+/// (the lab's working directories: fio's job file is there), and wait for
+/// them to go. fio's job processes leave the guard's process group (fio
+/// gives each a session of its own) but keep fio's command line. Returns
+/// the pids killed.
+pub fn kill_fio_in(dirs: &[PathBuf]) -> Vec<u32> {
+    let dirs: Vec<String> = dirs.iter().map(|d| format!("{}/", d.display())).collect();
+    let mut killed = Vec::new();
+    if dirs.is_empty() {
+        return killed;
+    }
+    for _ in 0..50 {
+        let left: Vec<u32> = all_pids()
+            .into_iter()
+            .filter(|&q| {
+                is_fio_or_guard(q) && {
+                    let cmd = cmdline(q);
+                    dirs.iter().any(|d| cmd.contains(d.as_str()))
+                }
+            })
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        for q in left {
             super::signal::send(q, super::signal::SIGKILL);
             if !killed.contains(&q) {
                 killed.push(q);
@@ -449,35 +500,7 @@ pub fn undo(rec: &Record) -> (Vec<String>, Vec<String>, bool) {
     for p in &rec.processes {
         killed.extend(kill_group(p));
     }
-    // fio's job processes leave the group (fio gives each a session of its
-    // own) but keep fio's command line, which names the working directory.
-    let dirs: Vec<String> = rec
-        .temp_dirs
-        .iter()
-        .map(|d| format!("{}/", d.display()))
-        .collect();
-    if !dirs.is_empty() {
-        for _ in 0..50 {
-            let left: Vec<u32> = all_pids()
-                .into_iter()
-                .filter(|&q| {
-                    comm(q) == "fio" && {
-                        let cmd = fs::read(format!("/proc/{q}/cmdline")).unwrap_or_default();
-                        let cmd = String::from_utf8_lossy(&cmd);
-                        dirs.iter().any(|d| cmd.contains(d.as_str()))
-                    }
-                })
-                .collect();
-            if left.is_empty() {
-                break;
-            }
-            for q in left {
-                super::signal::send(q, super::signal::SIGKILL);
-                killed.push(q);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
+    killed.extend(kill_fio_in(&rec.temp_dirs));
     for cg in rec.cgroups.iter().filter(|c| is_lab_cgroup(c)) {
         for t in cgroup_tasks(cg) {
             if comm(t) == "fio" {
