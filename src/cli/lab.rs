@@ -42,7 +42,11 @@ const LAB_OPTS: &[Opt] = &[
         "N",
         "N rounds, schedulers interleaved in each (A B C, A B C):\nmedians, spread, and ratios paired within rounds",
     ),
-    valued("save-json", "DIR", "keep fio's JSON of every run and the job fio ran"),
+    valued(
+        "save-json",
+        "DIR",
+        "keep fio's JSON of every run, the job fio ran and the logs\nfio wrote",
+    ),
     valued("settle", "DURATION", "pause after switching scheduler (default 200ms)"),
     with_short(valued("output", "FILE", "write the result to FILE"), 'o'),
     flag("force", "run on a device that is in use (destroys its data)"),
@@ -97,7 +101,6 @@ pub fn lab_help() -> String {
 
 USAGE:
     elevator lab JOBFILE --dev DEV [OPTIONS]
-
     elevator lab --recover
 
 Needs root and fio (apt-get install fio). The job file may send I/O only to
@@ -621,11 +624,11 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
             let c =
                 calibrate::calibrate(&o.dev, o.force, probe, 1, cpus, a.get("model"), o.verbose)
                     .map_err(lab_error)?;
+            eprint!("{}", c.report);
             if !c.unrestored.is_empty() {
-                return not_restored("calibration finished", &c.unrestored);
+                return not_restored("calibration finished (report above)", &c.unrestored);
             }
-            let (toml, report) = (c.toml, c.report);
-            eprint!("{report}");
+            let toml = c.toml;
             let tmp = crate::lab::TempDir::new("elevator-validate").map_err(failed)?;
             let path = match a.get("save-profile") {
                 Some(p) => PathBuf::from(p),
