@@ -1,132 +1,14 @@
-//! The lab on real loop devices: runs as root with fio (CI does), skipped
-//! with a note otherwise. Every fio run is 1 s; the tests share one lock so
+//! The lab on real loop devices: runs as root with fio (CI does; there a
+//! test that cannot run fails), skipped and counted otherwise (see
+//! tests/lab_support). Every fio run is 1 s; the tests share one lock so
 //! they do not disturb each other's devices or timings.
 
+mod lab_support;
+
+use lab_support::{elevator, job, our_cgroups, ready, scratch, serial, text, Loop, BIN};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_elevator");
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn ready(test: &str) -> bool {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false);
-    if !root {
-        eprintln!("note: {test} skipped: needs root (loop devices, sysfs, cgroups)");
-        return false;
-    }
-    if elevator::lab::fio::find().is_none() {
-        eprintln!(
-            "note: {test} skipped: fio is not installed ({})",
-            elevator::lab::fio::INSTALL_HINT
-        );
-        return false;
-    }
-    true
-}
-
-fn elevator(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("runs elevator")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// A tmpfs-backed loop device, removed on drop.
-struct Loop(String);
-
-impl Loop {
-    fn new(size: &str) -> Loop {
-        let o = elevator(&["loop", "create", "--size", size]);
-        assert!(o.status.success(), "loop create: {}", text(&o));
-        let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        assert!(dev.starts_with("/dev/loop"), "{dev}");
-        Loop(dev)
-    }
-    fn name(&self) -> &str {
-        self.0.trim_start_matches("/dev/")
-    }
-    fn queue(&self, attr: &str) -> PathBuf {
-        Path::new("/sys/block")
-            .join(self.name())
-            .join("queue")
-            .join(attr)
-    }
-    fn read(&self, attr: &str) -> String {
-        std::fs::read_to_string(self.queue(attr))
-            .unwrap_or_default()
-            .trim()
-            .to_string()
-    }
-    fn write(&self, attr: &str, v: &str) {
-        std::fs::write(self.queue(attr), v).unwrap_or_else(|e| panic!("{attr}={v}: {e}"));
-    }
-    /// Scheduler line, queue knobs and the current scheduler's tunables.
-    fn state(&self) -> Vec<(String, String)> {
-        let mut v = Vec::new();
-        for a in [
-            "scheduler",
-            "nr_requests",
-            "read_ahead_kb",
-            "rotational",
-            "nomerges",
-            "max_sectors_kb",
-            "write_cache",
-            "wbt_lat_usec",
-            "rq_affinity",
-        ] {
-            v.push((a.to_string(), self.read(a)));
-        }
-        if let Ok(rd) = std::fs::read_dir(self.queue("iosched")) {
-            let mut t: Vec<(String, String)> = rd
-                .flatten()
-                .map(|e| {
-                    let n = e.file_name().to_string_lossy().into_owned();
-                    (format!("iosched/{n}"), self.read(&format!("iosched/{n}")))
-                })
-                .collect();
-            t.sort();
-            v.extend(t);
-        }
-        v
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let o = elevator(&["loop", "remove", &self.0]);
-        if !o.status.success() {
-            eprintln!("loop remove {}: {}", self.0, text(&o));
-        }
-    }
-}
-
-fn job(dir: &Path, name: &str, body: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, body).unwrap();
-    p.display().to_string()
-}
-
-fn scratch(tag: &str) -> elevator::lab::TempDir {
-    elevator::lab::TempDir::new(&format!("elevator-test-{tag}")).unwrap()
-}
 
 const MIXED: &str = "\
 [global]
@@ -147,23 +29,15 @@ rw=randrw
 rwmixread=20
 ";
 
-fn our_cgroups() -> Vec<String> {
-    std::fs::read_dir("/sys/fs/cgroup/blkio")
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("elv"))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn lab_runs_the_kernel_schedulers_interleaved_and_restores_everything() {
-    if !ready("lab_runs_the_kernel_schedulers...") {
+    if !ready(
+        "lab_runs_the_kernel_schedulers_interleaved_and_restores_everything",
+        &[],
+    ) {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let dev = Loop::new("256M");
     // A state that is not the default, to see it come back.
     dev.write("scheduler", "mq-deadline");
@@ -252,14 +126,10 @@ fn lab_runs_the_kernel_schedulers_interleaved_and_restores_everything() {
 
 #[test]
 fn a_mounted_device_is_refused_and_says_so() {
-    if !ready("a_mounted_device_is_refused_and_says_so") {
+    if !ready("a_mounted_device_is_refused_and_says_so", &["mkfs.ext4"]) {
         return;
     }
-    if Command::new("mkfs.ext4").arg("-V").output().is_err() {
-        eprintln!("note: a_mounted_device_is_refused_and_says_so skipped: no mkfs.ext4");
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let dev = Loop::new("64M");
     let o = Command::new("mkfs.ext4")
         .args(["-q", "-F", &dev.0])
@@ -311,10 +181,10 @@ fn a_mounted_device_is_refused_and_says_so() {
 
 #[test]
 fn ctrl_c_stops_fio_and_restores_queue_and_cgroups() {
-    if !ready("ctrl_c_stops_fio_and_restores_queue_and_cgroups") {
+    if !ready("ctrl_c_stops_fio_and_restores_queue_and_cgroups", &[]) {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let dev = Loop::new("256M");
     dev.write("read_ahead_kb", "512");
     let before = dev.state();
@@ -382,10 +252,10 @@ fn ctrl_c_stops_fio_and_restores_queue_and_cgroups() {
 
 #[test]
 fn loop_create_and_remove_leave_nothing_behind() {
-    if !ready("loop_create_and_remove_leave_nothing_behind") {
+    if !ready("loop_create_and_remove_leave_nothing_behind", &[]) {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let dev = Loop::new("32M");
     let sys = Path::new("/sys/block").join(dev.name());
     assert_eq!(
@@ -420,10 +290,10 @@ fn loop_create_and_remove_leave_nothing_behind() {
 
 #[test]
 fn calibrate_then_validate_on_a_tmpfs_loop() {
-    if !ready("calibrate_then_validate_on_a_tmpfs_loop") {
+    if !ready("calibrate_then_validate_on_a_tmpfs_loop", &[]) {
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = serial();
     let dev = Loop::new("512M");
     let before = dev.state();
     let dir = scratch("calib");

@@ -9,8 +9,8 @@ use crate::device::load_profile;
 use crate::lab::calibrate;
 use crate::lab::loopdev::{self, Backing, LoopSpec};
 use crate::lab::runner::{self, LabOptions, LabResult};
-use crate::lab::signal;
 use crate::lab::validate::{self, Inputs, SimSettings};
+use crate::lab::{journal, session, signal, LabError, LabErrorKind};
 use crate::machine::Machine;
 use crate::report::table;
 use crate::report::{fio_json, fio_text, RunReport};
@@ -42,7 +42,11 @@ const LAB_OPTS: &[Opt] = &[
         "N",
         "N rounds, schedulers interleaved in each (A B C, A B C):\nmedians, spread, and ratios paired within rounds",
     ),
-    valued("save-json", "DIR", "keep fio's JSON of every run and the job fio ran"),
+    valued(
+        "save-json",
+        "DIR",
+        "keep fio's JSON of every run, the job fio ran and the logs\nfio wrote",
+    ),
     valued("settle", "DURATION", "pause after switching scheduler (default 200ms)"),
     with_short(valued("output", "FILE", "write the result to FILE"), 'o'),
     flag("force", "run on a device that is in use (destroys its data)"),
@@ -56,8 +60,39 @@ fn lab_opts() -> Vec<Opt> {
         "FMT",
         "table (default), json, normal (fio's text per run); several\ncomma-separated",
     ));
+    v.push(flag(
+        "recover",
+        "only undo what killed lab runs left behind (from the restore\njournal), then exit; no job file needed",
+    ));
     v.push(HELP);
     v
+}
+
+/// Exit code when a lab command could not restore the device's settings,
+/// remove its cgroups or its working directory (results are printed first).
+pub const EXIT_NOT_RESTORED: i32 = 4;
+
+/// The exit codes and the journal, for every lab command's help.
+fn lab_exit_help() -> String {
+    format!(
+        "RESTORE JOURNAL:
+    Before changing anything the lab writes what it will change (each queue
+    file's value, cgroups, working directories, fio's process group) to
+    {}/ID.json, durably. fio dies with the lab. After a
+    kill -9 the next lab, validate or calibrate run restores from the journal
+    before taking its baseline and says so; `elevator lab --recover` does it
+    alone.
+
+EXIT CODES:
+    0 success; 1 failure (no root, no fio, device in use, fio failed);
+    2 bad input (job file, option, or a --dev that does not exist or is not
+    a block device; the message names the file, line and option);
+    {EXIT_NOT_RESTORED} the settings, cgroups or working directory could not all be
+    restored: the results are printed first, then what is left (the journal
+    keeps it for --recover); 128+N stopped by signal N (everything restored).
+",
+        journal::DEFAULT_DIR
+    )
 }
 
 pub fn lab_help() -> String {
@@ -66,15 +101,24 @@ pub fn lab_help() -> String {
 
 USAGE:
     elevator lab JOBFILE --dev DEV [OPTIONS]
+    elevator lab --recover
 
-Needs root and fio (apt-get install fio). Every job's filename= is replaced
-by DEV: the device is overwritten. A device that is mounted, has mounted
-partitions or holders, or is swap is refused. Scheduler, queue knobs and
-tunables are restored afterwards, and the cgroups made for the job removed
-(also on Ctrl-C).
+Needs root and fio (apt-get install fio). The job file may send I/O only to
+DEV: every option that names a file or device (filename, directory,
+read_iolog's trace, replay_redirect, ...) is replaced by DEV, logs fio
+writes go to the lab's private directory, and any other option that is not
+known to be safe (exec_prerun, ioengine=external:..., ...) is refused, naming
+the file, line and option. The device is overwritten. A device that is
+mounted (in any mount namespace), has mounted partitions or holders, or is
+swap is refused, and it is held open exclusively while the lab runs.
+Scheduler, queue knobs and tunables are restored afterwards in dependency
+order and checked, and the cgroups made for the job removed (also on
+Ctrl-C).
 
+{}
 {}",
-        args::options_help(&lab_opts())
+        args::options_help(&lab_opts()),
+        lab_exit_help()
     )
 }
 
@@ -116,10 +160,13 @@ the profile (calibrated first when --profile is not given), then prints per
 scheduler and group measured vs simulated IOPS, mean and p99 latency with
 their ratio, the IOPS ratio to the first scheduler (measured paired within
 rounds vs simulated), and a summary: ranking agreement and mean absolute
-percentage error. Schedulers the simulator lacks are measured only.
+percentage error. Schedulers the simulator lacks are measured only. The job
+file is checked as for `elevator lab`.
 
+{}
 {}",
-        args::options_help(&validate_opts())
+        args::options_help(&validate_opts()),
+        lab_exit_help()
     )
 }
 
@@ -152,8 +199,10 @@ nvme with the per-request work on the CPUs, ram); the best fit is written as
 a documented TOML (comments hold the measured points) for
 `elevator run --device FILE`. The fit's error per probe is printed.
 
+{}
 {}",
-        args::options_help(CALIBRATE_OPTS)
+        args::options_help(CALIBRATE_OPTS),
+        lab_exit_help()
     )
 }
 
@@ -194,6 +243,70 @@ fn failed(message: String) -> CliError {
             message: format!("{message} (everything was restored)"),
         },
         None => CliError::failed(message),
+    }
+}
+
+/// A lab failure's exit code: not restored (4) first, then a signal
+/// (128+N), bad input (2), failure (1).
+fn lab_error(e: LabError) -> CliError {
+    if !e.unrestored.is_empty() {
+        return CliError {
+            code: EXIT_NOT_RESTORED,
+            message: e.to_string(),
+        };
+    }
+    match (e.kind, signal::interrupted()) {
+        (_, Some(_)) => failed(e.message),
+        (LabErrorKind::Input, None) => CliError::bad(e.message),
+        (LabErrorKind::Failed, None) => CliError::failed(e.message),
+    }
+}
+
+/// After the results were printed: what could not be restored.
+fn not_restored(what: &str, unrestored: &[String]) -> Result<(), CliError> {
+    if unrestored.is_empty() {
+        return Ok(());
+    }
+    Err(CliError {
+        code: EXIT_NOT_RESTORED,
+        message: format!(
+            "{what}, but could not restore everything afterwards: {}. The restore journal keeps it; fix the cause and run `elevator lab --recover`",
+            unrestored.join("; ")
+        ),
+    })
+}
+
+/// `elevator lab --recover`.
+fn recover() -> Result<(), CliError> {
+    if !crate::lab::is_root() {
+        return Err(CliError::failed(
+            "lab --recover needs root: it writes sysfs queue files and removes cgroups",
+        ));
+    }
+    let r = session::recover_earlier(true);
+    let mut out = String::new();
+    for n in &r.notes {
+        out.push_str(n);
+        out.push('\n');
+    }
+    for n in &r.running {
+        out.push_str(n);
+        out.push('\n');
+    }
+    if out.is_empty() && r.problems.is_empty() {
+        out = format!(
+            "nothing to recover: no journal of a killed lab run in {}\n",
+            journal::dir().display()
+        );
+    }
+    emit(&out, None)?;
+    if r.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError {
+            code: EXIT_NOT_RESTORED,
+            message: format!("could not recover everything: {}", r.problems.join("; ")),
+        })
     }
 }
 
@@ -324,10 +437,18 @@ pub fn cmd_lab(args: &[String]) -> Result<(), CliError> {
     if a.help() {
         return emit(&lab_help(), None);
     }
+    if a.flag("recover") {
+        if !a.rest.is_empty() {
+            return Err(CliError::bad(
+                "lab --recover takes no job file: it only undoes what killed runs left",
+            ));
+        }
+        return recover();
+    }
     let job = one_job(&a, "lab")?;
     let fmts = formats(&a, &["table", "json", "normal"], "table")?;
     let o = lab_options(&a, &job)?;
-    let r = runner::run_lab(&o).map_err(failed)?;
+    let r = runner::run_lab(&o).map_err(lab_error)?;
     let cols = runner::columns(&r);
     let mut out = String::new();
     for f in &fmts {
@@ -346,6 +467,8 @@ pub fn cmd_lab(args: &[String]) -> Result<(), CliError> {
                     "rounds": o.repeat,
                     "schedulers_offered": r.offered,
                     "notes": r.notes,
+                    "recovered": r.recovered,
+                    "unrestored": r.unrestored,
                     "table": table::to_json(&cols),
                     "runs": runs_json(&runs),
                 });
@@ -369,7 +492,8 @@ pub fn cmd_lab(args: &[String]) -> Result<(), CliError> {
             }
         }
     }
-    emit(&out, a.get("output"))
+    emit(&out, a.get("output"))?;
+    not_restored("the lab runs finished (results above)", &r.unrestored)
 }
 
 /// `elevator loop create|remove`.
@@ -417,7 +541,7 @@ pub fn cmd_loop(args: &[String]) -> Result<(), CliError> {
                 .rest
                 .get(1)
                 .ok_or_else(|| CliError::bad("loop remove: expected a device, e.g. /dev/loop0"))?;
-            loopdev::remove(dev, a.flag("force")).map_err(CliError::failed)
+            loopdev::remove(dev, a.flag("force")).map_err(lab_error)
         }
         _ => Err(CliError::bad(format!(
             "loop: expected create or remove\n\n{}",
@@ -443,7 +567,7 @@ pub fn cmd_calibrate(args: &[String]) -> Result<(), CliError> {
     let passes = number(&a, "repeat", 1, 100)?;
     let cpus = number(&a, "cpus", validate::machine_cpus(), 4096)?;
     let out = a.get("output");
-    let (toml, report) = calibrate::calibrate(
+    let c = calibrate::calibrate(
         &dev,
         a.flag("force"),
         probe,
@@ -452,22 +576,24 @@ pub fn cmd_calibrate(args: &[String]) -> Result<(), CliError> {
         a.get("model"),
         !a.flag("quiet"),
     )
-    .map_err(failed)?;
+    .map_err(lab_error)?;
+    let (toml, report) = (&c.toml, &c.report);
     match out {
         Some(p) => {
-            std::fs::write(p, &toml).map_err(|e| CliError::failed(format!("{p}: {e}")))?;
+            std::fs::write(p, toml).map_err(|e| CliError::failed(format!("{p}: {e}")))?;
             emit(
                 &format!(
                     "{report}profile written to {p} (use it with: elevator run --device {p} ...)\n"
                 ),
                 None,
-            )
+            )?;
         }
         None => {
             eprint!("{report}");
-            emit(&toml, None)
+            emit(toml, None)?;
         }
     }
+    not_restored("the probes finished (profile above)", &c.unrestored)
 }
 
 /// `elevator validate`.
@@ -495,10 +621,14 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
                 "validate: no --profile given: calibrating {} first",
                 o.dev
             ));
-            let (toml, report) =
+            let c =
                 calibrate::calibrate(&o.dev, o.force, probe, 1, cpus, a.get("model"), o.verbose)
-                    .map_err(failed)?;
-            eprint!("{report}");
+                    .map_err(lab_error)?;
+            eprint!("{}", c.report);
+            if !c.unrestored.is_empty() {
+                return not_restored("calibration finished (report above)", &c.unrestored);
+            }
+            let toml = c.toml;
             let tmp = crate::lab::TempDir::new("elevator-validate").map_err(failed)?;
             let path = match a.get("save-profile") {
                 Some(p) => PathBuf::from(p),
@@ -520,7 +650,7 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
             profile.name, profile.description
         ));
     }
-    let lab = runner::run_lab(&o).map_err(failed)?;
+    let lab = runner::run_lab(&o).map_err(lab_error)?;
     let settings = SimSettings {
         profile: profile.clone(),
         sets: o.sets.clone(),
@@ -566,5 +696,6 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
             out.push_str(&validate::render(&title, &inp, &notes));
         }
     }
-    emit(&out, a.get("output"))
+    emit(&out, a.get("output"))?;
+    not_restored("the lab runs finished (results above)", &lab.unrestored)
 }

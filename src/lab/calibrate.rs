@@ -15,9 +15,10 @@
 //! express stays visible in the per-probe error table.
 
 use super::device::BlockDev;
-use super::runner::prepare_device;
+use super::runner::open_device;
+use super::session::Session;
 use super::validate::{simulate_with, SimSettings};
-use super::{fio, median, signal, TempDir};
+use super::{fio, median, signal, LabError, TempDir};
 use crate::block::cpu::CpuCosts;
 use crate::block::driver::QueueLimits;
 use crate::device::nvme::NvmeParams;
@@ -342,6 +343,8 @@ pub struct Measured {
     pub passes: usize,
     pub queue: QueueLimits,
     pub points: Vec<Point>,
+    /// What could not be restored afterwards (the measurements are good).
+    pub unrestored: Vec<String>,
 }
 
 /// Profile struct for simulation from limits and parameters.
@@ -665,23 +668,23 @@ fn scale(v: u64, f: f64) -> u64 {
 }
 
 /// Run the probes on the device (scheduler `none`, restored afterwards).
+/// What could not be restored is in [`Measured::unrestored`].
 pub fn measure(
     dev: &str,
     force: bool,
     probe_time: Ns,
     passes: usize,
     verbose: bool,
-) -> Result<Measured, String> {
-    let (bd, fio_path, fio_version) = prepare_device(dev, force)?;
-    let q = bd.queue();
-    let queue = queue_limits(&bd)?;
-    let backing = std::fs::read_to_string(bd.sys.join("loop/backing_file"))
+) -> Result<Measured, LabError> {
+    let bd = open_device(dev)?;
+    let s = Session::start("calibrate", bd, force, &[])?;
+    let q = s.queue();
+    let queue = queue_limits(&s.bd)?;
+    let backing = std::fs::read_to_string(s.bd.sys.join("loop/backing_file"))
         .ok()
         .map(|s| s.trim().to_string());
-    signal::install();
-    let mut guard = super::device::QueueGuard::new(q.clone(), &[]);
-    let work = TempDir::new("elevator-calibrate")?;
-    let devpath = bd.path.display().to_string();
+    let work = s.work().to_path_buf();
+    let devpath = s.bd.path.display().to_string();
     let outcome = (|| -> Result<Vec<Point>, String> {
         if q.schedulers().is_some() {
             q.set_scheduler("none")?;
@@ -695,11 +698,12 @@ pub fn measure(
                     return Err(format!("interrupted by signal {sig}"));
                 }
                 k += 1;
-                let job = work.path().join(format!("{}.fio", p.name));
+                let job = work.join(format!("{}.fio", p.name));
                 std::fs::write(&job, p.job(&devpath, probe_time))
                     .map_err(|e| format!("{}: {e}", job.display()))?;
-                std::thread::sleep(Duration::from_millis(100));
-                let r = fio::run(&fio_path, &job, work.path())
+                s.settle(Duration::from_millis(100))?;
+                let r = s
+                    .run_fio(&job)
                     .map_err(|e| format!("probe {}: {e}", p.name))?;
                 let rep = fio::parse_json(&r.json, None)?;
                 let pt = Point::of(&rep);
@@ -718,11 +722,15 @@ pub fn measure(
         }
         Ok(all.iter().map(|v| median_point(v)).collect())
     })();
-    let problems = guard.restore();
+    let fio_version = s.fio_version.clone();
+    let problems = s.finish();
     for p in &problems {
         eprintln!("elevator: warning: {p}");
     }
-    let points = outcome?;
+    let points = outcome.map_err(|e| LabError {
+        unrestored: problems.clone(),
+        ..LabError::failed(e)
+    })?;
     Ok(Measured {
         device: devpath,
         backing,
@@ -731,6 +739,7 @@ pub fn measure(
         passes,
         queue,
         points,
+        unrestored: problems,
     })
 }
 
@@ -996,14 +1005,16 @@ pub fn calibrate(
     cpus: usize,
     model: Option<&str>,
     verbose: bool,
-) -> Result<(String, String), String> {
+) -> Result<Calibration, LabError> {
     let key = |f: &Fit| match (&f.params, &f.cpu) {
         (Params::Nvme(_), Some(_)) => "cpu",
         (p, _) => p.model(),
     };
     if let Some(m) = model {
         if !["nvme", "cpu", "ram"].contains(&m) {
-            return Err(format!("--model: expected nvme, cpu or ram, got '{m}'"));
+            return Err(LabError::input(format!(
+                "--model: expected nvme, cpu or ram, got '{m}'"
+            )));
         }
     }
     let busy = super::runner::busy_note();
@@ -1014,7 +1025,9 @@ pub fn calibrate(
     let t0 = std::time::Instant::now();
     let (mut fits, evals) = fit(&m, cpus, probe_time.min(NS_PER_SEC / 4));
     if let Some(sig) = signal::interrupted() {
-        return Err(format!("interrupted by signal {sig} while fitting"));
+        return Err(LabError::failed(format!(
+            "interrupted by signal {sig} while fitting"
+        )));
     }
     if let Some(want) = model {
         if let Some(i) = fits.iter().position(|f| key(f) == want) {
@@ -1063,7 +1076,22 @@ pub fn calibrate(
     if let Some(b) = busy {
         let _ = writeln!(report, "note: {b}");
     }
-    Ok((toml, report))
+    Ok(Calibration {
+        toml,
+        report,
+        unrestored: m.unrestored,
+    })
+}
+
+/// What `calibrate` produced.
+#[derive(Clone, Debug)]
+pub struct Calibration {
+    /// The profile.
+    pub toml: String,
+    /// The human report (fit, error per probe).
+    pub report: String,
+    /// What could not be restored on the device afterwards.
+    pub unrestored: Vec<String>,
 }
 
 #[cfg(test)]
@@ -1210,6 +1238,7 @@ mod tests {
             fio_version: "fio-3.33".into(),
             probe_time: 50 * NS_PER_MS,
             passes: 1,
+            unrestored: Vec::new(),
             queue: fake_limits(),
             points: measured,
         };

@@ -131,9 +131,11 @@ pub struct Groups {
 
 impl Groups {
     /// Create one group per distinct job cgroup name and write its weight.
+    /// Each directory (and `+io`) goes into the journal before it is made.
     pub fn create(
         hierarchy: Hierarchy,
         wanted: &[(String, Option<u32>)],
+        journal: Option<&super::journal::Journal>,
     ) -> Result<Groups, String> {
         let mut g = Groups {
             hierarchy,
@@ -146,6 +148,9 @@ impl Groups {
             let sub = fs::read_to_string(root.join("cgroup.subtree_control")).unwrap_or_default();
             if !sub.split_whitespace().any(|c| c == "io") {
                 let p = root.join("cgroup.subtree_control");
+                if let Some(j) = journal {
+                    j.set_io_enabled(&p)?;
+                }
                 fs::write(&p, "+io")
                     .map_err(|e| format!("writing '+io' to {}: {e}", p.display()))?;
                 g.enabled_io = true;
@@ -163,6 +168,9 @@ impl Groups {
                 dir_name = format!("{}{k}", group_name(pid, name));
             }
             let dir = g.hierarchy.root().join(&dir_name);
+            if let Some(j) = journal {
+                j.add_cgroup(&dir)?;
+            }
             fs::create_dir(&dir).map_err(|e| format!("creating cgroup {}: {e}", dir.display()))?;
             g.groups.push((name.clone(), dir.clone(), *weight));
             if let Some(w) = weight {

@@ -18,6 +18,19 @@ pub struct BlockDev {
     pub sys: PathBuf,
 }
 
+/// `O_EXCL` (asm-generic/fcntl.h and the architectures that differ).
+#[cfg(any(target_arch = "mips", target_arch = "mips64"))]
+const O_EXCL: i32 = 0x400;
+#[cfg(any(target_arch = "sparc", target_arch = "sparc64"))]
+const O_EXCL: i32 = 0x800;
+#[cfg(not(any(
+    target_arch = "mips",
+    target_arch = "mips64",
+    target_arch = "sparc",
+    target_arch = "sparc64"
+)))]
+const O_EXCL: i32 = 0o200;
+
 /// `MAJ:MIN` of a device number as sysfs and mountinfo print it.
 fn dev_string(rdev: u64) -> String {
     let major = ((rdev >> 8) & 0xfff) | ((rdev >> 32) & !0xfff);
@@ -105,6 +118,67 @@ impl BlockDev {
             v.extend(parts);
         }
         v
+    }
+
+    /// The device number of the device given, `MAJ:MIN`.
+    pub fn devno(&self) -> Option<(u32, u32)> {
+        let md = fs::metadata(&self.path).ok()?;
+        let s = dev_string(md.rdev());
+        let (a, b) = s.split_once(':')?;
+        Some((a.parse().ok()?, b.parse().ok()?))
+    }
+
+    /// Open the device exclusively (`O_EXCL` on a block device): the kernel
+    /// refuses with EBUSY while it is mounted or claimed anywhere, in any
+    /// mount namespace, and nothing can mount or claim it while the returned
+    /// file stays open. Ordinary opens (fio's) still work.
+    pub fn claim(&self) -> std::io::Result<fs::File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(O_EXCL)
+            .open(&self.path)
+    }
+
+    /// Mounts of the disk or its partitions in every mount namespace this
+    /// machine has (from each process's mountinfo): "DEV is mounted at MNT
+    /// (FSTYPE) in the mount namespace of pid N".
+    pub fn mounts_elsewhere(&self) -> Vec<String> {
+        let own = fs::read_link("/proc/self/ns/mnt").ok();
+        let mut seen = Vec::new();
+        let mut out = Vec::new();
+        let Ok(rd) = fs::read_dir("/proc") else {
+            return out;
+        };
+        let mut pids: Vec<u32> = rd
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        pids.sort_unstable();
+        let members: Vec<(String, String)> = self
+            .members()
+            .into_iter()
+            .map(|(name, sys)| (name, read_trim(&sys.join("dev")).unwrap_or_default()))
+            .collect();
+        for pid in pids {
+            let Ok(ns) = fs::read_link(format!("/proc/{pid}/ns/mnt")) else {
+                continue;
+            };
+            if Some(&ns) == own.as_ref() || seen.contains(&ns) {
+                continue;
+            }
+            seen.push(ns);
+            let mi = fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
+            for (name, devno) in &members {
+                let devpath = format!("/dev/{name}");
+                for (mnt, fstype) in mounts_of(&mi, devno, &devpath) {
+                    out.push(format!(
+                        "{devpath} is mounted at {mnt} ({fstype}) in the mount namespace of pid {pid}"
+                    ));
+                }
+            }
+        }
+        out
     }
 
     /// Reasons the device must not be written to: mounted filesystems on the
@@ -211,6 +285,30 @@ pub struct Queue {
     pub disk: String,
 }
 
+/// The order queue knobs are written in, restoring as well as applying:
+/// `nr_requests` right after the scheduler (a switch resets it); then the
+/// queue limits (`rotational`, `max_sectors_kb`, `write_cache` and any knob
+/// not known here): on this kernel committing a limit recomputes
+/// `read_ahead_kb` (with rotational=1 it becomes twice `max_sectors_kb`);
+/// then the knobs that change nothing else; `read_ahead_kb` last.
+pub fn knob_rank(name: &str) -> u8 {
+    match name {
+        "nr_requests" => 0,
+        "rotational" | "max_sectors_kb" | "write_cache" => 1,
+        "nomerges" | "rq_affinity" | "wbt_lat_usec" | "iostats" | "add_random" | "io_poll"
+        | "io_poll_delay" => 3,
+        "read_ahead_kb" => 4,
+        _ => 2,
+    }
+}
+
+/// `knobs` in the order they must be written ([`knob_rank`]), stable.
+pub fn in_write_order(knobs: &[(String, String)]) -> Vec<(String, String)> {
+    let mut v = knobs.to_vec();
+    v.sort_by_key(|(k, _)| knob_rank(k));
+    v
+}
+
 /// Queue attributes the lab snapshots and restores besides the ones a user
 /// sets (a scheduler switch resets `nr_requests`; BFQ turns wbt off).
 pub const SNAPSHOT_KNOBS: &[&str] = &[
@@ -300,11 +398,33 @@ impl Queue {
         }
     }
 
-    /// Put back a snapshot: scheduler first (switching resets tunables and
-    /// `nr_requests`), then its tunables, then the queue knobs; only values
-    /// that differ are written. Returns what could not be restored.
+    /// Put back a snapshot in dependency order: the scheduler (switching
+    /// resets its tunables and `nr_requests`), its tunables, then the queue
+    /// knobs in [`knob_rank`] order; only values that differ are written.
+    /// Every value is read back afterwards; when something still differs
+    /// (one write undid another) the whole sequence runs once more. Returns
+    /// what could not be restored.
     pub fn restore(&self, s: &Snapshot) -> Vec<String> {
+        let names: Vec<String> = s.knobs.iter().map(|(k, _)| k.clone()).collect();
         let mut errors = Vec::new();
+        for pass in 0..2 {
+            errors.clear();
+            self.restore_pass(s, &mut errors);
+            let now = self.snapshot(&names);
+            let diff = s.differences(&now);
+            if diff.is_empty() && errors.is_empty() {
+                return errors;
+            }
+            if pass == 1 {
+                for d in diff {
+                    errors.push(format!("{}: not restored: {d}", self.disk));
+                }
+            }
+        }
+        errors
+    }
+
+    fn restore_pass(&self, s: &Snapshot, errors: &mut Vec<String>) {
         if let Some(sched) = &s.scheduler {
             if self.scheduler().as_deref() != Some(sched.as_str()) {
                 if let Err(e) = self.set_scheduler(sched) {
@@ -320,19 +440,13 @@ impl Queue {
                 }
             }
         }
-        for (name, val) in &s.knobs {
-            if self.read(name).ok().as_deref() != Some(val.as_str()) {
-                if let Err(e) = self.write(name, val) {
+        for (name, val) in in_write_order(&s.knobs) {
+            if self.read(&name).ok().as_deref() != Some(val.as_str()) {
+                if let Err(e) = self.write(&name, &val) {
                     errors.push(e);
                 }
             }
         }
-        // A second look: report anything still different.
-        let now = self.snapshot(&s.knobs.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>());
-        for d in s.differences(&now) {
-            errors.push(format!("{}: not restored: {d}", self.disk));
-        }
-        errors
     }
 }
 
@@ -477,6 +591,36 @@ mod tests {
         assert!(is_swap(s, "/dev/loop5"));
         assert!(!is_swap(s, "/dev/loop6"));
         assert!(!is_swap("Filename\tType\n", "/dev/loop5"));
+    }
+
+    #[test]
+    fn read_ahead_is_written_after_the_limits_that_reset_it() {
+        let knobs: Vec<(String, String)> = [
+            "nr_requests",
+            "read_ahead_kb",
+            "rotational",
+            "nomerges",
+            "max_sectors_kb",
+            "write_cache",
+            "wbt_lat_usec",
+            "rq_affinity",
+            "some_new_limit",
+        ]
+        .iter()
+        .map(|k| (k.to_string(), "1".to_string()))
+        .collect();
+        let order: Vec<String> = in_write_order(&knobs).into_iter().map(|(k, _)| k).collect();
+        let at = |k: &str| order.iter().position(|x| x == k).unwrap();
+        assert_eq!(at("nr_requests"), 0);
+        assert_eq!(at("read_ahead_kb"), order.len() - 1);
+        for limit in [
+            "rotational",
+            "max_sectors_kb",
+            "write_cache",
+            "some_new_limit",
+        ] {
+            assert!(at(limit) < at("read_ahead_kb"), "{order:?}");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! percentile list; the histogram is then rebuilt from those points, which
 //! reproduces the listed percentiles (others are approximations).
 
+use super::journal::Journal;
 use super::signal;
 use crate::job::{JobFile, JobSpec};
 use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport};
@@ -51,17 +52,91 @@ pub struct FioRun {
     pub stderr: String,
 }
 
-/// Run `fio --output-format=json+ JOBFILE` in `workdir`. Stops fio (SIGINT,
-/// then SIGKILL after 15 s) when a signal arrives; the caller sees an error
-/// naming the signal.
-pub fn run(fio: &Path, jobfile: &Path, workdir: &Path) -> Result<FioRun, String> {
+/// The guard fio runs under: a shell that leads its own process group and
+/// gets SIGTERM from the kernel when the lab dies (`PR_SET_PDEATHSIG`, set
+/// before exec); the lab sends it SIGTERM itself to stop fio. Its trap stops
+/// fio (SIGSTOP: no more forks), SIGKILLs fio's children — the job
+/// processes, which fio puts in sessions of their own (`setsid`), so no
+/// group signal reaches them — and then the whole group, fio and itself.
+const GUARD: &str = r#"trap '
+  kill -STOP "$pid" 2>/dev/null
+  for p in /proc/[0-9]*; do
+    read -r s 2>/dev/null < "$p/stat" || continue
+    set -- ${s##*) }
+    [ "$2" = "$pid" ] && kill -KILL "${p#/proc/}" 2>/dev/null
+  done
+  kill -KILL 0' TERM HUP INT
+"$@" &
+pid=$!
+wait "$pid"
+"#;
+
+/// fio under its guard while it runs; stopped if dropped early (an error or
+/// a panic in the lab).
+struct Running<'a> {
+    child: std::process::Child,
+    journal: Option<&'a Journal>,
+    done: bool,
+}
+
+impl Running<'_> {
+    /// Ask the guard to kill fio and its jobs.
+    fn stop(&mut self) {
+        signal::send(self.child.id(), signal::SIGTERM);
+    }
+
+    /// Stop and wait; SIGKILL the group if the guard does not finish.
+    fn stop_and_wait(&mut self) {
+        self.stop();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        signal::send_group(self.child.id(), signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.stop_and_wait();
+        }
+        if let Some(j) = self.journal {
+            let _ = j.remove_process(self.child.id());
+        }
+    }
+}
+
+/// Run `fio --output-format=json+ JOBFILE` in `workdir`, under the guard
+/// (see [`GUARD`]), its process group recorded in the journal. When a signal
+/// arrives the whole group is killed; the caller sees an error naming the
+/// signal. Nothing starts when a signal came before.
+pub fn run(
+    fio: &Path,
+    jobfile: &Path,
+    workdir: &Path,
+    journal: Option<&Journal>,
+) -> Result<FioRun, String> {
+    use std::os::unix::process::CommandExt;
+    if let Some(sig) = signal::interrupted() {
+        return Err(format!("interrupted by signal {sig}; fio not started"));
+    }
     let out_path = workdir.join("fio-output.json");
     let err_path = workdir.join("fio-stderr.txt");
     let _ = std::fs::remove_file(&out_path);
     let stderr_file =
         std::fs::File::create(&err_path).map_err(|e| format!("{}: {e}", err_path.display()))?;
     let start = Instant::now();
-    let mut child = Command::new(fio)
+    let me = std::process::id();
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(GUARD)
+        .arg("elevator-fio-guard")
+        .arg(fio)
         .arg("--output-format=json+")
         .arg(format!("--output={}", out_path.display()))
         .arg("--eta=never")
@@ -69,12 +144,26 @@ pub fn run(fio: &Path, jobfile: &Path, workdir: &Path) -> Result<FioRun, String>
         .current_dir(workdir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::from(stderr_file))
+        .stderr(Stdio::from(stderr_file));
+    // SAFETY: die_with_parent makes only async-signal-safe system calls.
+    unsafe {
+        cmd.pre_exec(move || signal::die_with_parent(me, signal::SIGTERM));
+    }
+    let child = cmd
         .spawn()
         .map_err(|e| format!("{}: cannot start: {e}", fio.display()))?;
+    let mut running = Running {
+        child,
+        journal: None,
+        done: false,
+    };
+    if let Some(j) = journal {
+        j.add_process(running.child.id())?;
+        running.journal = Some(j);
+    }
     let mut stop_sent: Option<Instant> = None;
     let status = loop {
-        match child.try_wait() {
+        match running.child.try_wait() {
             Ok(Some(st)) => break st,
             Ok(None) => {}
             Err(e) => return Err(format!("waiting for fio: {e}")),
@@ -82,17 +171,32 @@ pub fn run(fio: &Path, jobfile: &Path, workdir: &Path) -> Result<FioRun, String>
         if signal::interrupted().is_some() {
             match stop_sent {
                 None => {
-                    signal::send(child.id(), signal::SIGINT);
+                    running.stop();
                     stop_sent = Some(Instant::now());
                 }
-                Some(t) if t.elapsed() > Duration::from_secs(15) => {
-                    let _ = child.kill();
+                Some(t) if t.elapsed() > Duration::from_secs(5) => {
+                    signal::send_group(running.child.id(), signal::SIGKILL);
                 }
                 _ => {}
             }
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    // fio waits for its job processes before it exits, and the guard for
+    // fio. Should the guard have died otherwise, nothing of fio may outlive
+    // this call.
+    running.done = true;
+    drop(running);
+    let left = super::journal::kill_fio_in(&[workdir.to_path_buf()]);
+    if !left.is_empty() && signal::interrupted().is_none() {
+        return Err(format!(
+            "fio's guard ended ({status}) while fio still ran; killed fio (pids {})",
+            left.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
     let wall = start.elapsed();
     let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
     if let Some(sig) = signal::interrupted() {

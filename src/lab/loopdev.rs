@@ -12,6 +12,7 @@
 //! zeros without any I/O (tmpfs pages would not exist yet).
 
 use super::device::BlockDev;
+use super::LabError;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -225,30 +226,47 @@ fn our_dir(backing: &Path) -> Option<PathBuf> {
 }
 
 /// Detach a loop device made by `create` and delete its backing and tmpfs.
-pub fn remove(dev: &str, force: bool) -> Result<(), String> {
-    if !super::is_root() {
-        return Err("loop remove needs root (losetup, umount)".into());
-    }
-    let bd = BlockDev::open(dev)?;
+/// A device that does not exist, is not a loop device or was not made by
+/// `create` is bad input.
+pub fn remove(dev: &str, force: bool) -> Result<(), LabError> {
+    let bd = BlockDev::open(dev).map_err(LabError::input)?;
     let backing_file = bd.sys.join("loop/backing_file");
-    let backing = fs::read_to_string(&backing_file)
-        .map_err(|_| format!("{}: not an attached loop device", bd.path.display()))?;
+    let backing = fs::read_to_string(&backing_file).map_err(|_| {
+        LabError::input(format!(
+            "{}: not an attached loop device",
+            bd.path.display()
+        ))
+    })?;
+    if !super::is_root() {
+        return Err(LabError::failed("loop remove needs root (losetup, umount)"));
+    }
     let backing = PathBuf::from(backing.trim().trim_end_matches(" (deleted)"));
     let dir = our_dir(&backing).ok_or_else(|| {
-        format!(
+        LabError::input(format!(
             "{} was not created by `elevator loop create` (no {MARKER} file next to its backing file {}); detach it yourself with `losetup -d {}`",
             bd.path.display(),
             backing.display(),
             bd.path.display()
-        )
+        ))
     })?;
-    let why = bd.in_use();
+    let mut why = bd.in_use();
+    if why.is_empty() {
+        if let Err(e) = bd.claim() {
+            why.push(format!(
+                "the kernel reports it busy ({e}): mounted or claimed elsewhere{}",
+                bd.mounts_elsewhere()
+                    .iter()
+                    .map(|m| format!("; {m}"))
+                    .collect::<String>()
+            ));
+        }
+    }
     if !why.is_empty() {
         let msg = format!("{} is in use: {}", bd.path.display(), why.join("; "));
         if !force {
-            return Err(format!(
+            return Err(LabError::failed(format!(
                 "refusing to remove: {msg} (pass --force to detach anyway)"
-            ));
+            )));
         }
         eprintln!("elevator: warning: --force: {msg}");
     }
@@ -289,10 +307,12 @@ pub fn remove(dev: &str, force: bool) -> Result<(), String> {
             }
         }
         if !ok {
-            return Err(format!("detached, but the tmpfs stays mounted: {last}"));
+            return Err(LabError::failed(format!(
+                "detached, but the tmpfs stays mounted: {last}"
+            )));
         }
     }
-    fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    fs::remove_dir_all(&dir).map_err(|e| LabError::failed(format!("{}: {e}", dir.display())))?;
     Ok(())
 }
 

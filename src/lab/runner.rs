@@ -4,14 +4,16 @@
 //! scheduler alike and ratios can be paired within a round.
 //!
 //! Before anything is written, the queue's scheduler, knobs and tunables are
-//! snapshotted; afterwards (also after an error, a panic or Ctrl-C) they are
-//! written back and the cgroups the session created are removed.
+//! snapshotted and journaled ([`super::session`]); afterwards (also after an
+//! error, a panic or Ctrl-C; after SIGKILL the next run does it) they are
+//! written back in dependency order and checked, and the cgroups the session
+//! created are removed.
 
-use super::cgroup::{self, Groups};
-use super::device::{BlockDev, Queue, QueueGuard};
+use super::device::{in_write_order, BlockDev, Queue};
 use super::fio::{self, CpuTimes};
-use super::jobfile::{self, Rewrite};
-use super::{signal, TempDir};
+use super::jobfile::{self, Prepared, Rewrite, Target};
+use super::session::Session;
+use super::{signal, LabError};
 use crate::job::JobFile;
 use crate::report::RunReport;
 use crate::sim::time::Ns;
@@ -99,6 +101,10 @@ pub struct LabResult {
     /// Runs in execution order.
     pub runs: Vec<LabRun>,
     pub notes: Vec<String>,
+    /// What recovering earlier, killed runs did before this one.
+    pub recovered: Vec<String>,
+    /// What could not be restored afterwards (the results are still good).
+    pub unrestored: Vec<String>,
 }
 
 impl LabResult {
@@ -120,27 +126,10 @@ pub fn not_offered_reason(name: &str) -> String {
     }
 }
 
-/// Checks shared by everything that writes to a device: root, fio, the
-/// device exists and is not in use (unless forced).
-pub fn prepare_device(dev: &str, force: bool) -> Result<(BlockDev, PathBuf, String), String> {
-    if !super::is_root() {
-        return Err("the lab needs root: it writes sysfs queue files, cgroups and the device itself (run it with sudo)".into());
-    }
-    let (fio, version) = fio::require()?;
-    let bd = BlockDev::open(dev)?;
-    let why = bd.in_use();
-    if !why.is_empty() {
-        let msg = format!(
-            "refusing {}: {}. The lab writes to the device and would destroy that data; unmount or release it first, or pass --force",
-            bd.path.display(),
-            why.join("; ")
-        );
-        if !force {
-            return Err(msg);
-        }
-        eprintln!("elevator: warning: --force: {msg}");
-    }
-    Ok((bd, fio, version))
+/// The device named on the command line: it must exist and be a block
+/// device (bad input otherwise).
+pub fn open_device(dev: &str) -> Result<BlockDev, LabError> {
+    BlockDev::open(dev).map_err(|e| LabError::input(format!("--dev {dev}: {e}")))
 }
 
 /// A note when other work keeps the machine busy before we start: on a
@@ -184,21 +173,22 @@ fn split_sets(q: &Queue, sets: &[(String, String)]) -> Result<(Settings, Setting
     Ok((queue, iosched))
 }
 
-/// Run the session. On any exit path the queue and cgroups are restored;
-/// restore failures are reported as warnings on stderr and in the error.
-pub fn run_lab(o: &LabOptions) -> Result<LabResult, String> {
-    let (bd, fio_path, fio_version) = prepare_device(&o.dev, o.force)?;
+/// Run the session. Bad input (job file, options, device path) is refused
+/// before anything changes. On any exit path the queue and cgroups are
+/// restored in dependency order and checked; what could not be restored is
+/// in [`LabResult::unrestored`] (the results are kept) or in the error.
+pub fn run_lab(o: &LabOptions) -> Result<LabResult, LabError> {
+    let bd = open_device(&o.dev)?;
     let q = bd.queue();
     let (offered, _) = q.schedulers().ok_or_else(|| {
-        format!(
+        LabError::input(format!(
             "{} has no I/O scheduler (bio-based device, no queue/scheduler); the lab needs a blk-mq device such as a loop device",
             bd.path.display()
-        )
+        ))
     })?;
     let wanted = o.schedulers.clone().unwrap_or_else(|| offered.clone());
     let mut result = LabResult {
         device: bd.path.display().to_string(),
-        fio_version,
         offered: offered.clone(),
         ..LabResult::default()
     };
@@ -212,95 +202,116 @@ pub fn run_lab(o: &LabOptions) -> Result<LabResult, String> {
         }
     }
     if result.schedulers.is_empty() {
-        return Err(format!(
+        return Err(LabError::input(format!(
             "none of the schedulers asked for ({}) is offered by {} (offered: {})",
             wanted.join(", "),
             bd.path.display(),
             offered.join(", ")
-        ));
+        )));
     }
-    let jf: JobFile = jobfile::parse_for_device(&o.job, &result.device)?;
-    let (queue_sets, iosched_sets) = split_sets(&q, &o.sets)?;
+    let env = |n: &str| std::env::var(n).ok();
+    let target = Target {
+        path: result.device.clone(),
+        devno: bd.devno(),
+    };
+    let prepared =
+        jobfile::prepare(&o.job, &target, &env).map_err(|e| LabError::input(e.to_string()))?;
+    let jf: JobFile = jobfile::parse_for_device(&o.job, &result.device).map_err(LabError::input)?;
+    let (queue_sets, iosched_sets) = split_sets(&q, &o.sets).map_err(LabError::input)?;
     if let Some(n) = busy_note() {
         result.notes.push(n);
     }
-
-    signal::install();
     let extra: Vec<String> = queue_sets.iter().map(|(k, _)| k.clone()).collect();
-    let mut guard = QueueGuard::new(q.clone(), &extra);
+    let mut s = Session::start("lab", bd, o.force, &extra)?;
+    result.fio_version = s.fio_version.clone();
+    result.recovered = s.recovered.clone();
     let wanted_groups: Vec<(String, Option<u32>)> = jf
         .jobs
         .iter()
         .filter_map(|j| j.cgroup.clone().map(|c| (c, j.cgroup_weight)))
         .collect();
-    let mut groups = if wanted_groups.is_empty() {
-        None
-    } else {
-        let (h, note) = cgroup::detect()?;
-        result.notes.push(note);
-        Some(Groups::create(h, &wanted_groups)?)
-    };
-    let outcome = session(
-        o,
-        &bd,
-        &fio_path,
-        &jf,
-        &queue_sets,
-        &iosched_sets,
-        groups.as_ref(),
-        &mut result,
-    );
-    let mut problems = guard.restore();
-    if let Some(g) = groups.as_mut() {
-        problems.extend(g.remove());
-    }
+    let outcome = (|| {
+        if !wanted_groups.is_empty() {
+            let note = s.create_groups(&wanted_groups)?;
+            result.notes.push(note);
+        }
+        session(
+            o,
+            &s,
+            &prepared,
+            &jf,
+            &queue_sets,
+            &iosched_sets,
+            &mut result,
+        )
+        .map_err(LabError::failed)
+    })();
+    let problems = s.finish();
     for p in &problems {
         eprintln!("elevator: warning: {p}");
     }
     match outcome {
-        Ok(()) if problems.is_empty() => Ok(result),
-        Ok(()) => Err(format!(
-            "could not restore everything: {}",
-            problems.join("; ")
-        )),
-        Err(e) if problems.is_empty() => Err(e),
-        Err(e) => Err(format!(
-            "{e} (and could not restore: {})",
-            problems.join("; ")
-        )),
+        Ok(()) => {
+            result.unrestored = problems;
+            Ok(result)
+        }
+        Err(mut e) => {
+            e.unrestored = problems;
+            Err(e)
+        }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Files fio wrote besides its output (logs, iologs), copied next to the
+/// JSON when `--save-json` is given.
+fn keep_outputs(work: &Path, skip: &[&str], dir: &Path, prefix: &str) -> Result<(), String> {
+    let Ok(rd) = std::fs::read_dir(work) else {
+        return Ok(());
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if skip.contains(&name.as_str())
+            || name.starts_with("trace-")
+            || name == super::journal::MARKER
+            || !e.file_type().is_ok_and(|t| t.is_file())
+        {
+            continue;
+        }
+        let to = dir.join(format!("{prefix}-{name}"));
+        std::fs::rename(e.path(), &to)
+            .or_else(|_| std::fs::copy(e.path(), &to).map(|_| ()))
+            .map_err(|err| format!("{}: {err}", to.display()))?;
+    }
+    Ok(())
+}
+
 fn session(
     o: &LabOptions,
-    bd: &BlockDev,
-    fio_path: &Path,
+    s: &Session,
+    prepared: &Prepared,
     jf: &JobFile,
     queue_sets: &[(String, String)],
     iosched_sets: &[(String, String)],
-    groups: Option<&Groups>,
     result: &mut LabResult,
 ) -> Result<(), String> {
-    let q = bd.queue();
-    let work = TempDir::new("elevator-lab")?;
-    let text = jobfile::read_inlined(&o.job)?;
+    let q = s.queue();
+    let work = s.work();
+    let groups = s.groups();
     let cg = |name: &str| groups.and_then(|g| g.fio_path(name));
-    let dev = bd.path.display().to_string();
-    let rewritten = jobfile::rewrite(
-        &text,
-        &Rewrite {
-            device: &dev,
-            cgroup: &cg,
-            max_runtime: o.max_runtime,
-        },
-    );
-    let job_path = work.path().join("job.fio");
+    let dev = result.device.clone();
+    let rewritten = prepared.render(&Rewrite {
+        cgroup: &cg,
+        max_runtime: o.max_runtime,
+        trace_dir: work,
+    })?;
+    prepared.write_traces(work)?;
+    let job_path = work.join("job.fio");
     std::fs::write(&job_path, &rewritten).map_err(|e| format!("{}: {e}", job_path.display()))?;
     if let Some(dir) = &o.save_json {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let _ = std::fs::write(dir.join("job-for-fio.fio"), &rewritten);
     }
+    let queue_sets = in_write_order(queue_sets);
     let mut applied_iosched = vec![false; iosched_sets.len()];
     let total = o.repeat.max(1) * result.schedulers.len();
     let mut n = 0;
@@ -311,14 +322,23 @@ fn session(
             }
             n += 1;
             q.set_scheduler(&sched)?;
-            for (k, v) in queue_sets {
-                q.write(k, v)?;
-            }
             for (i, (k, v)) in iosched_sets.iter().enumerate() {
                 let attr = format!("iosched/{k}");
                 if q.has(&attr) {
                     q.write(&attr, v)?;
                     applied_iosched[i] = true;
+                }
+            }
+            for (k, v) in &queue_sets {
+                q.write(k, v)?;
+            }
+            for (k, v) in &queue_sets {
+                let now = q.read(k).unwrap_or_default();
+                if &now != v {
+                    let note = format!("--set {k}={v}: the kernel shows '{now}'");
+                    if !result.notes.contains(&note) {
+                        result.notes.push(note);
+                    }
                 }
             }
             let mut knobs: Vec<(String, String)> = q
@@ -337,12 +357,12 @@ fn session(
             if let Some(g) = groups {
                 knobs.extend(g.written.iter().cloned());
             }
-            std::thread::sleep(o.settle);
+            s.settle(o.settle)?;
             if o.verbose {
                 eprint!("lab: [{n}/{total}] round {round} {sched} on {dev} ... ");
             }
             let cpu0 = CpuTimes::now();
-            let fr = fio::run(fio_path, &job_path, work.path());
+            let fr = s.run_fio(&job_path);
             let cpu = CpuTimes::now().since(&cpu0);
             let fr = match fr {
                 Ok(fr) => fr,
@@ -356,6 +376,12 @@ fn session(
             if let Some(dir) = &o.save_json {
                 let p = dir.join(format!("round{round}-{sched}.json"));
                 std::fs::write(&p, &fr.json).map_err(|e| format!("{}: {e}", p.display()))?;
+                keep_outputs(
+                    work,
+                    &["job.fio", "fio-output.json", "fio-stderr.txt"],
+                    dir,
+                    &format!("round{round}-{sched}"),
+                )?;
             }
             let mut report = fio::parse_json(&fr.json, Some(jf))
                 .map_err(|e| format!("{sched}, round {round}: {e}"))?;
