@@ -324,6 +324,12 @@ pub trait Elevator {
     fn allow_merge(&mut self, _ctx: &mut SchedCtx, _rq: RqId, _bio: &BioInfo) -> bool {
         true
     }
+    /// Legacy `allow_rq_merge_fn`: veto merging request `next` into `rq`
+    /// when the core tries an insert merge (`blk_attempt_req_merge`; CFQ
+    /// refuses requests of different queues).
+    fn allow_rq_merge(&mut self, _ctx: &mut SchedCtx, _rq: RqId, _next: RqId) -> bool {
+        true
+    }
     /// Scheduler-specific merge candidate after the hint and hash fail
     /// (`request_merge`; legacy `merge_fn`).
     fn request_merge(&self, _ctx: &SchedCtx, _bio: &BioInfo) -> Option<(RqId, MergeKind)> {

@@ -698,8 +698,13 @@ impl BlockLayer {
 
     /// The elevator's `dispatch_fn(q, force)`; the requests it moved leave
     /// the merge hash, the hint and `q->nr_sorted`. Returns how many moved.
+    /// Called as the kernel calls it, also when the elevator holds nothing
+    /// (a scheduler may expire slices there); the hook's CPU cost is charged
+    /// only when it had requests to consider.
     fn legacy_dispatch(&mut self, env: &mut Env, force: bool) -> u32 {
-        self.sched_work(self.sched_cost.dispatch_ns);
+        if self.legacy.nr_sorted > 0 {
+            self.sched_work(self.sched_cost.dispatch_ns);
+        }
         let n = self.with_elv(env, |e, ctx| e.dispatch_legacy(ctx, force));
         let mut moved = std::mem::take(&mut self.legacy.moved);
         self.core.dispatch.take_moved(&mut moved);
@@ -729,7 +734,7 @@ impl BlockLayer {
     /// `elv_drain_elevator`: forced dispatch until the elevator moves
     /// nothing more; it must then be empty.
     pub(super) fn legacy_drain_elevator(&mut self, env: &mut Env) {
-        while self.legacy.nr_sorted > 0 && self.legacy_dispatch(env, true) > 0 {}
+        while self.legacy_dispatch(env, true) > 0 {}
         debug_assert_eq!(
             self.legacy.nr_sorted, 0,
             "{}: forced dispatching is broken",
@@ -753,8 +758,8 @@ impl BlockLayer {
                 self.core.dispatch.peeked(&self.rqs, rq);
                 return Some(rq);
             }
-            // With nothing inside, dispatch_fn has nothing to move.
-            if draining || self.legacy.nr_sorted == 0 || self.legacy_dispatch(env, false) == 0 {
+            // blk_queue_bypass: a draining queue does not ask the elevator.
+            if draining || self.legacy_dispatch(env, false) == 0 {
                 return None;
             }
         }
@@ -766,7 +771,7 @@ impl BlockLayer {
     /// elevator is force-drained first (`__blk_drain_queue`).
     pub(super) fn legacy_run_queue(&mut self, env: &mut Env) {
         let draining = self.frozen && self.pending_switch.is_some();
-        if draining && self.legacy.nr_sorted > 0 {
+        if draining {
             self.legacy_drain_elevator(env);
         }
         while let Some(rq) = self.legacy_peek(env, draining) {

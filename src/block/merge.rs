@@ -359,7 +359,9 @@ impl BlockLayer {
     /// `elv_attempt_insert_merge` as the legacy core calls it for
     /// `ELEVATOR_INSERT_SORT_MERGE` (elevator.c, 4.x): into the hint if it
     /// ends where `rq` starts (and stop there), else into the request the
-    /// end-sector hash finds, cascading backwards while merges succeed.
+    /// end-sector hash finds, cascading backwards while merges succeed. Each
+    /// try is `blk_attempt_req_merge`: the scheduler's `allow_rq_merge`,
+    /// then `attempt_merge`.
     pub(super) fn legacy_insert_merge(&mut self, env: &mut Env, rq: RqId) -> bool {
         if self.q.nomerges == 2 {
             return false;
@@ -369,7 +371,7 @@ impl BlockLayer {
             && lm != rq
             && self.rqs[lm].in_use
             && self.rqs[lm].has(flags::IN_ELV)
-            && self.attempt_merge(env, lm, rq)
+            && self.legacy_req_merge(env, lm, rq)
         {
             return true;
         }
@@ -381,7 +383,7 @@ impl BlockLayer {
         loop {
             let start = self.rqs[cur].sector;
             match self.hash_find(start).filter(|&c| c != cur) {
-                Some(c) if self.attempt_merge(env, c, cur) => {
+                Some(c) if self.legacy_req_merge(env, c, cur) => {
                     merged = true;
                     cur = c;
                 }
@@ -389,6 +391,12 @@ impl BlockLayer {
             }
         }
         merged
+    }
+
+    /// `blk_attempt_req_merge` (blk-merge.c, 4.x).
+    fn legacy_req_merge(&mut self, env: &mut Env, rq: RqId, next: RqId) -> bool {
+        self.with_elv(env, |e, ctx| e.allow_rq_merge(ctx, rq, next))
+            && self.attempt_merge(env, rq, next)
     }
 
     /// `blk_mq_sched_try_insert_merge`: merge a new request into one already

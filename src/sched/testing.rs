@@ -647,7 +647,13 @@ impl<E: Elevator> Harness<E> {
             let class = self.rqs[a].ioprio.class;
             let loose = self.alloc_prio(op, s, 8, class);
             self.rqs[loose].cgroup = self.rqs[a].cgroup;
-            self.merge_requests(a, loose);
+            // Legacy blk_attempt_req_merge asks the scheduler first; a
+            // refused request is inserted instead.
+            if self.legacy_mode() && !self.with_ctx(|s, c| s.allow_rq_merge(c, a, loose)) {
+                self.insert(loose, false);
+            } else {
+                self.merge_requests(a, loose);
+            }
         }
     }
 
