@@ -1451,3 +1451,236 @@ mod core_tests {
         assert_eq!(h.bl.live_requests(), 0);
     }
 }
+
+/// The legacy hooks as the core calls them, seen through a probe scheduler
+/// (noop inside, every hook logged).
+#[cfg(test)]
+mod hook_tests {
+    use super::*;
+    use crate::block::cpu::SchedCost;
+    use crate::block::elevator::{
+        BioInfo, Elevator, ElevatorType, Features, Imp, MergeKind, SchedCtx, Tunable,
+    };
+    use crate::block::knobs::QueueKnobs;
+    use crate::block::testkit::{bio, free_cpu, Harness, TestDevice};
+    use crate::block::{BlockWait, QueueSetup, SubmitResult};
+    use crate::cgroup::CgroupTree;
+    use crate::sched::noop::Noop;
+    use crate::sim::event::EventQueue;
+    use crate::sim::time::NS_PER_US;
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// (hook, request or pid) in call order.
+        static LOG: RefCell<Vec<(char, u32)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    fn log(c: char, x: u32) {
+        LOG.with(|l| l.borrow_mut().push((c, x)));
+    }
+
+    fn take_log() -> Vec<(char, u32)> {
+        LOG.with(|l| std::mem::take(&mut *l.borrow_mut()))
+    }
+
+    /// noop, logging every hook; `may_queue` says MUST to pid 7 and NO to
+    /// pid 8.
+    struct Probe(Noop);
+
+    impl Elevator for Probe {
+        fn name(&self) -> &'static str {
+            "probe"
+        }
+        fn tunables(&self) -> Vec<Tunable> {
+            Vec::new()
+        }
+        fn set_tunable(&mut self, _: &str, _: &str) -> Result<(), String> {
+            Err("none".into())
+        }
+        fn may_queue(&mut self, _ctx: &mut SchedCtx, bio: &BioInfo) -> MayQueue {
+            log('m', bio.pid);
+            match bio.pid {
+                7 => MayQueue::Must,
+                8 => MayQueue::No,
+                _ => MayQueue::May,
+            }
+        }
+        fn prepare_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+            log('p', rq);
+            self.0.prepare_request(ctx, rq);
+        }
+        fn finish_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+            log('f', rq);
+            self.0.finish_request(ctx, rq);
+        }
+        fn insert(&mut self, ctx: &mut SchedCtx, rq: RqId, at_head: bool) {
+            log('i', rq);
+            self.0.insert(ctx, rq, at_head);
+        }
+        fn has_work(&self, hctx: u16) -> bool {
+            self.0.has_work(hctx)
+        }
+        fn dispatch_legacy(&mut self, ctx: &mut SchedCtx, force: bool) -> u32 {
+            self.0.dispatch_legacy(ctx, force)
+        }
+        fn activate_request(&mut self, _ctx: &mut SchedCtx, rq: RqId) {
+            log('a', rq);
+        }
+        fn deactivate_request(&mut self, _ctx: &mut SchedCtx, rq: RqId) {
+            log('d', rq);
+        }
+        fn completed_request(&mut self, _ctx: &mut SchedCtx, rq: RqId) {
+            log('c', rq);
+        }
+        fn requests_merged(&mut self, ctx: &mut SchedCtx, rq: RqId, next: RqId) {
+            self.0.requests_merged(ctx, rq, next);
+        }
+        fn next_request(&self, ctx: &SchedCtx, rq: RqId) -> Option<RqId> {
+            self.0.next_request(ctx, rq)
+        }
+        fn former_request(&self, ctx: &SchedCtx, rq: RqId) -> Option<RqId> {
+            self.0.former_request(ctx, rq)
+        }
+        fn request_merged(&mut self, ctx: &mut SchedCtx, rq: RqId, kind: MergeKind) {
+            self.0.request_merged(ctx, rq, kind);
+        }
+    }
+
+    fn new_probe() -> Box<dyn Elevator> {
+        Box::new(Probe(Noop::new()))
+    }
+
+    static PROBE: ElevatorType = ElevatorType {
+        name: "probe",
+        alias: None,
+        summary: "test probe",
+        mainline: false,
+        lab: false,
+        imp: Imp::Legacy(new_probe),
+        features: Features {
+            single_queue: true,
+            core_merging: true,
+            insert_merging: false,
+            completed_hook: true,
+        },
+        cost: SchedCost {
+            insert_ns: 0,
+            dispatch_ns: 0,
+            complete_ns: 0,
+            merge_ns: 0,
+            locked: false,
+        },
+    };
+
+    fn probe(dev: TestDevice, nr_requests: Option<u32>) -> Harness {
+        take_log();
+        let (log, busy, hold) = (dev.log.clone(), dev.busy.clone(), dev.hold.clone());
+        let knobs = QueueKnobs {
+            nr_requests,
+            ..Default::default()
+        };
+        let bl = BlockLayer::new(
+            Box::new(dev),
+            &PROBE,
+            QueueSetup {
+                knobs,
+                iosched: Vec::new(),
+                cgroups: CgroupTree::default(),
+                costs: free_cpu(),
+                machine: crate::machine::Machine {
+                    cpus: 1,
+                    ..crate::machine::Machine::default()
+                },
+            },
+        )
+        .expect("block layer");
+        Harness {
+            bl,
+            events: EventQueue::new(),
+            now: 0,
+            done: Vec::new(),
+            woken: Vec::new(),
+            log,
+            busy,
+            hold,
+        }
+    }
+
+    fn of(log: &[(char, u32)], c: char) -> Vec<u32> {
+        log.iter().filter(|e| e.0 == c).map(|e| e.1).collect()
+    }
+
+    #[test]
+    fn hooks_follow_the_legacy_request_life() {
+        // Write-back cache with FUA, one device slot.
+        let mut h = probe(TestDevice::new(true, true, 1), None);
+        h.submit(bio(Op::Write, 0, 8, flags::SYNC, 1, 1));
+        h.submit(bio(Op::Write, 100, 8, flags::SYNC, 1, 2));
+        let (w0, w1) = (0, 1);
+        // W0 went to the device, W100 waits at the head: both activated
+        // when the driver first saw them, W100 while the device was full.
+        let l = take_log();
+        assert_eq!(
+            l,
+            vec![
+                ('m', 1),
+                ('p', w0),
+                ('i', w0),
+                ('a', w0),
+                ('m', 1),
+                ('p', w1),
+                ('i', w1),
+                ('a', w1)
+            ]
+        );
+        // A FUA write has no elevator data; a passthrough command has
+        // (set_req/put_req) but never enters the elevator.
+        h.submit(bio(Op::Write, 64, 8, flags::FUA | flags::SYNC, 2, 3));
+        h.submit(bio(Op::Read, 64, 8, flags::PASSTHROUGH, 3, 4));
+        assert_eq!(take_log(), vec![('m', 2), ('m', 3), ('p', 3)]);
+        h.run();
+        let l = take_log();
+        // Activated when peeked, completed and freed.
+        assert_eq!(of(&l, 'a'), Vec::<u32>::new(), "nothing else was sorted");
+        assert_eq!(of(&l, 'c'), vec![w0, w1]);
+        assert_eq!(of(&l, 'f'), vec![w0, w1, 3]);
+        assert_eq!(h.bl.live_requests(), 0);
+    }
+
+    #[test]
+    fn a_requeued_request_is_deactivated_then_activated_again() {
+        let mut h = probe(TestDevice::new(false, false, 4), None);
+        *h.busy.borrow_mut() = true;
+        h.submit(bio(Op::Read, 0, 8, flags::SYNC, 1, 1));
+        *h.busy.borrow_mut() = false;
+        h.run();
+        let l: Vec<char> = take_log().iter().map(|e| e.0).collect();
+        assert_eq!(l, vec!['m', 'p', 'i', 'a', 'd', 'a', 'c', 'f']);
+    }
+
+    #[test]
+    fn may_queue_must_passes_a_full_pool_and_no_starves_a_direction() {
+        let mut h = probe(TestDevice::new(false, false, 32), Some(4));
+        let w = |pid, owner, fl| bio(Op::Write, owner * 100, 8, fl, pid, owner);
+        // Task 1 takes the 4 sync requests of the root pool (the last one
+        // makes it a batcher, but it stops there).
+        for i in 0..4 {
+            assert_eq!(h.submit(w(1, i, flags::SYNC)), SubmitResult::Taken);
+        }
+        assert!(h.bl.legacy.pools.pool(0).unwrap().full[BLK_RW_SYNC]);
+        // Task 2 may not; task 7 must.
+        let sleep = SubmitResult::Sleep(BlockWait::Tag);
+        assert_eq!(h.submit(w(2, 10, flags::SYNC)), sleep);
+        assert_eq!(h.submit(w(7, 11, flags::SYNC)), SubmitResult::Taken);
+        assert_eq!(h.bl.legacy.pools.count(0, BLK_RW_SYNC), 5);
+        // Task 8 is refused an async request while none exists: starved.
+        assert_eq!(h.submit(w(8, 12, 0)), sleep);
+        assert!(h.bl.legacy.pools.pool(0).unwrap().starved[BLK_RW_ASYNC]);
+        // The first sync free wakes the async sleeper (starved), the next
+        // one, below the limit, the sync sleeper.
+        h.run_until(100 * NS_PER_US);
+        assert_eq!(h.woken, vec![8, 2]);
+        h.run();
+        assert_eq!(h.bl.live_requests(), 0);
+    }
+}
