@@ -829,7 +829,9 @@ impl BlockLayer {
     pub(super) fn legacy_flush_work(&mut self, env: &mut Env) {
         // The machinery pushes data steps to the front of requeue_list; the
         // kernel list_add()s each at once, so the last one ends up first.
+        // They came in through ELEVATOR_INSERT_FLUSH: soft barriers.
         while let Some(rq) = self.requeue_list.pop_back() {
+            self.rqs[rq].flags |= flags::SOFTBARRIER;
             self.core.dispatch.push_front(&mut self.rqs, rq);
         }
         while let Some(frq) = self.flush_list.pop_front() {
