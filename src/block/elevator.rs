@@ -300,9 +300,10 @@ pub trait Elevator {
     /// Legacy `dispatch_fn(q, force)`: move requests to the core's dispatch
     /// list with `ctx.dispatch_add_tail` / `ctx.dispatch_sort`; returns how
     /// many moved (exactly). The core calls it whenever its list is empty
-    /// during a queue run, also with nothing queued; with `force` (a switch
-    /// drains the queue, a passthrough command is inserted) it calls it
-    /// until it returns 0, and the scheduler must then hold nothing.
+    /// during a queue run and the scheduler holds requests; with `force` (a
+    /// switch drains the queue, a passthrough command is inserted) it calls
+    /// it, also when empty, until it returns 0, and the scheduler must then
+    /// hold nothing.
     fn dispatch_legacy(&mut self, _ctx: &mut SchedCtx, _force: bool) -> u32 {
         0
     }

@@ -395,6 +395,7 @@ impl RequestPools {
     }
 
     /// `ioc_set_batching`: make the task a batcher unless it is one.
+    #[cold]
     fn set_batching(&mut self, pid: u32, now_j: u64) {
         if self.is_batching(pid, now_j) {
             return;
@@ -417,6 +418,7 @@ impl RequestPools {
     }
 
     /// Drop records that mean the same as none (not a batcher, not woken).
+    #[cold]
     fn prune(&mut self, now_j: u64) {
         if self.iocs.len() < 16 {
             return;
@@ -448,6 +450,7 @@ impl RequestPools {
         }
     }
 
+    #[cold]
     fn mark_woken(&mut self, pid: u32) {
         let i = match self.ioc(pid) {
             Some(i) => i,
@@ -470,7 +473,32 @@ impl RequestPools {
     /// `__get_request`: take a request of direction `sync` from `cg`'s pool
     /// for task `pid`, given the elevator's `may_queue` answer, at jiffy
     /// `now_j`.
+    #[inline]
     pub fn get(
+        &mut self,
+        cg: u16,
+        sync: bool,
+        may: MayQueue,
+        pid: u32,
+        now_j: u64,
+    ) -> Result<(), GetFail> {
+        // The common case: far from full, no batcher around.
+        let d = sync as usize;
+        if may == MayQueue::May && self.iocs.is_empty() {
+            if let Some(rl) = self.pools.get_mut(cg as usize) {
+                if rl.count[d] + 1 < self.congestion_on {
+                    rl.count[d] += 1;
+                    rl.starved[d] = false;
+                    return Ok(());
+                }
+            }
+        }
+        self.get_slow(cg, sync, may, pid, now_j)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_slow(
         &mut self,
         cg: u16,
         sync: bool,
@@ -523,6 +551,7 @@ impl RequestPools {
 
     /// `freed_request`: a request of direction `sync` went back to `cg`'s
     /// pool; tasks to wake are added to `woken`.
+    #[inline]
     pub fn freed(&mut self, cg: u16, sync: bool, woken: &mut Vec<u32>) {
         let d = sync as usize;
         let rl = self.pool_mut(cg);
@@ -537,6 +566,7 @@ impl RequestPools {
 
     /// `__freed_request`: congestion off below its threshold; below the
     /// limit the direction is no longer full and one sleeper is woken.
+    #[inline]
     fn freed_dir(&mut self, cg: u16, d: usize, woken: &mut Vec<u32>) {
         let (nr, off) = (self.nr_requests, self.congestion_off);
         let rl = self.pool_mut(cg);
@@ -555,6 +585,7 @@ impl RequestPools {
 
     /// `wake_up_all` on every pool's wait queues (the end of
     /// `__blk_drain_queue`).
+    #[cold]
     pub fn wake_all(&mut self, woken: &mut Vec<u32>) {
         let mut all = Vec::new();
         for p in self.pools.iter_mut() {
@@ -613,6 +644,8 @@ impl BlockLayer {
     /// The allocation failed: the task sleeps on its pool's wait queue, and
     /// going to sleep flushes its plug (`io_schedule` → `blk_schedule_flush_plug`),
     /// which may already wake it.
+    #[cold]
+    #[inline(never)]
     pub(super) fn legacy_sleep(&mut self, env: &mut Env, b: &BioSubmit, plug: Option<&mut Plug>) {
         let sync = op_is_sync(b.op, b.flags);
         self.legacy.pools.wait(b.cgroup, sync, b.pid);
@@ -667,24 +700,8 @@ impl BlockLayer {
     /// (with an insert merge first when it comes from a plug).
     fn legacy_add_request(&mut self, env: &mut Env, rq: RqId, from_plug: bool) {
         let r = &self.rqs[rq];
-        if r.has(flags::PASSTHROUGH) || r.op == Op::Flush {
-            // ELEVATOR_INSERT_BACK: drain the elevator, then append.
-            self.inv.requests_bypassed += 1;
-            self.legacy_drain_elevator(env);
-            self.core.dispatch.add_back_barrier(&mut self.rqs, rq);
-            return;
-        }
-        if !r.has(flags::USE_SCHED) {
-            // ELEVATOR_INSERT_FLUSH: a soft barrier. What the machinery
-            // passes on is data with nothing to flush before it: alone it
-            // goes to the tail (blk_insert_flush); as a sequence's data
-            // step to the head (blk_flush_complete_seq → blk_flush_queue_rq).
-            self.rqs[rq].flags |= flags::SOFTBARRIER;
-            if self.rqs[rq].has(flags::FLUSH_SEQ) {
-                self.core.dispatch.push_front(&mut self.rqs, rq);
-            } else {
-                self.core.dispatch.push_back(&mut self.rqs, rq);
-            }
+        if r.has(flags::PASSTHROUGH) || r.op == Op::Flush || !r.has(flags::USE_SCHED) {
+            self.legacy_add_bypass(env, rq);
             return;
         }
         // ELEVATOR_INSERT_SORT_MERGE: elv_attempt_insert_merge first.
@@ -696,11 +713,35 @@ impl BlockLayer {
         self.legacy.nr_sorted += 1;
     }
 
+    /// Requests that do not enter the elevator.
+    #[cold]
+    #[inline(never)]
+    fn legacy_add_bypass(&mut self, env: &mut Env, rq: RqId) {
+        let r = &self.rqs[rq];
+        if r.has(flags::PASSTHROUGH) || r.op == Op::Flush {
+            // ELEVATOR_INSERT_BACK: drain the elevator, then append.
+            self.inv.requests_bypassed += 1;
+            self.legacy_drain_elevator(env);
+            self.core.dispatch.add_back_barrier(&mut self.rqs, rq);
+            return;
+        }
+        // ELEVATOR_INSERT_FLUSH: a soft barrier. What the machinery passes
+        // on is data with nothing to flush before it: alone it goes to the
+        // tail (blk_insert_flush); as a sequence's data step to the head
+        // (blk_flush_complete_seq → blk_flush_queue_rq).
+        self.rqs[rq].flags |= flags::SOFTBARRIER;
+        if self.rqs[rq].has(flags::FLUSH_SEQ) {
+            self.core.dispatch.push_front(&mut self.rqs, rq);
+        } else {
+            self.core.dispatch.push_back(&mut self.rqs, rq);
+        }
+    }
+
     /// The elevator's `dispatch_fn(q, force)`; the requests it moved leave
     /// the merge hash, the hint and `q->nr_sorted`. Returns how many moved.
-    /// Called as the kernel calls it, also when the elevator holds nothing
-    /// (a scheduler may expire slices there); the hook's CPU cost is charged
-    /// only when it had requests to consider.
+    /// A forced dispatch is made even when the elevator holds nothing (CFQ
+    /// expires its active slice there); the hook's CPU cost is charged only
+    /// when it had requests to consider.
     fn legacy_dispatch(&mut self, env: &mut Env, force: bool) -> u32 {
         if self.legacy.nr_sorted > 0 {
             self.sched_work(self.sched_cost.dispatch_ns);
@@ -733,6 +774,8 @@ impl BlockLayer {
 
     /// `elv_drain_elevator`: forced dispatch until the elevator moves
     /// nothing more; it must then be empty.
+    #[cold]
+    #[inline(never)]
     pub(super) fn legacy_drain_elevator(&mut self, env: &mut Env) {
         while self.legacy_dispatch(env, true) > 0 {}
         debug_assert_eq!(
@@ -759,7 +802,10 @@ impl BlockLayer {
                 return Some(rq);
             }
             // blk_queue_bypass: a draining queue does not ask the elevator.
-            if draining || self.legacy_dispatch(env, false) == 0 {
+            // With nothing inside, dispatch_fn moves nothing and (for noop,
+            // deadline, cfq with no busy queue, tpps) changes nothing, so it
+            // is not called.
+            if draining || self.legacy.nr_sorted == 0 || self.legacy_dispatch(env, false) == 0 {
                 return None;
             }
         }
@@ -800,6 +846,8 @@ impl BlockLayer {
     /// `blk_requeue_request` → `elv_requeue_request`: a started request that
     /// went through the elevator is deactivated; it loses its started mark
     /// and goes back to the head of the dispatch list as a soft barrier.
+    #[cold]
+    #[inline(never)]
     pub(super) fn legacy_requeue(&mut self, env: &mut Env, rq: RqId) {
         let r = &self.rqs[rq];
         // blk_account_rq: started and not passthrough.
@@ -813,6 +861,8 @@ impl BlockLayer {
     /// The driver gave back a request the device had accepted (the legacy
     /// `requeue_request` path): off the device, requeued, queue run from
     /// kblockd.
+    #[cold]
+    #[inline(never)]
     pub(super) fn legacy_driver_requeue(&mut self, env: &mut Env, rq: RqId) {
         self.legacy.in_driver -= 1;
         if !self.qos.is_empty() {
@@ -826,6 +876,8 @@ impl BlockLayer {
     /// (`blk_flush_queue_rq`): sequence data steps at the head of the
     /// dispatch list in the order the machinery queued them, flush commands
     /// at its tail; then a run from kblockd.
+    #[cold]
+    #[inline(never)]
     pub(super) fn legacy_flush_work(&mut self, env: &mut Env) {
         // The machinery pushes data steps to the front of requeue_list; the
         // kernel list_add()s each at once, so the last one ends up first.
