@@ -263,3 +263,121 @@ fn sync_direct_writes_carry_fua() {
         ds.flush_ios
     );
 }
+
+// ----- the legacy single-queue block layer (noop, deadline) -----------------
+
+/// One job's mean submission latency (fio's slat, from the JSON output) and
+/// mean total latency of reads, in ns, and its read IOPS.
+fn reads_of(rep: &RunReport, name: &str) -> (f64, f64, f64) {
+    let json: serde_json::Value =
+        serde_json::from_str(&elevator::report::fio_json::to_string(rep)).expect("JSON");
+    let slat = json["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .find(|j| j["jobname"] == name)
+        .and_then(|j| j["read"]["slat_ns"]["mean"].as_f64())
+        .expect("slat");
+    let j = rep
+        .jobs
+        .iter()
+        .find(|j| j.spec.name == name)
+        .expect("the job");
+    let n = j.stats.total_ios(Ddir::Read) as f64;
+    let rt = j.stats.runtime_ns() as f64 / 1e9;
+    (slat, j.stats.lat_mean_ns(Ddir::Read), n / rt)
+}
+
+#[test]
+fn a_heavy_cgroup_exhausts_only_its_own_request_pool() {
+    // A writer at iodepth 512 on a disk fills a legacy request pool (128 per
+    // direction, a batch of 32 more, 3/2 × 128 at most). A reader in the
+    // same (root) pool sleeps for requests behind it; in a cgroup of its own
+    // it has its own pool and only waits for the disk (blk-core.c
+    // blk_get_rl: one request_list per blkg).
+    let text = |cg: bool| {
+        let (w, r) = if cg {
+            ("cgroup=heavy\n", "cgroup=light\n")
+        } else {
+            ("", "")
+        };
+        format!(
+            "[global]\ndirect=1\nioengine=libaio\nruntime=5\ntime_based\nbs=4k\nfilename=/dev/sdX\n\
+             [heavy]\nrw=randwrite\niodepth=512\n{w}[light]\nrw=randread\niodepth=1\n{r}"
+        )
+    };
+    let shared = run(&text(false), cfg("deadline", "hdd"));
+    let own = run(&text(true), cfg("deadline", "hdd"));
+    let (slat_shared, lat_shared, iops_shared) = reads_of(&shared, "light");
+    let (slat_own, lat_own, iops_own) = reads_of(&own, "light");
+    assert!(
+        slat_shared > 20e6,
+        "sharing the pool, the reader sleeps for requests: slat {slat_shared:.0} ns"
+    );
+    assert!(
+        slat_own < 1e5,
+        "with its own pool it never sleeps: slat {slat_own:.0} ns"
+    );
+    assert!(
+        lat_own < 0.5 * lat_shared && iops_own > 2.0 * iops_shared,
+        "own pool: {lat_own:.0} ns {iops_own:.1} IOPS; shared: {lat_shared:.0} ns {iops_shared:.1} IOPS"
+    );
+}
+
+#[test]
+fn legacy_schedulers_drain_for_switches_across_hardware_queues() {
+    // Four CPUs on NVMe: blk-mq has four hardware queues, the legacy
+    // schedulers one. fsync writers (flush machinery), passthrough commands
+    // (they drain a legacy elevator when inserted), cgroups, reads; switches
+    // mq-deadline -> deadline -> noop -> none while all of it is queued.
+    let text = "[global]\ndirect=1\nbs=4k\niodepth=16\nruntime=1\ntime_based\n\
+                [w]\nioengine=libaio\nrw=randwrite\nfsync=8\nfilename=/dev/x\n\
+                [r]\nioengine=libaio\nrw=randread\ncgroup=r\nfilename=/dev/x\n\
+                [seq]\nioengine=libaio\nrw=write\nbs=16k\ncgroup=s\nfilename=/dev/x\n\
+                [pt]\nioengine=io_uring_cmd\nrw=randread\nfilename=/dev/ng0n1\n";
+    let c = cfg("mq-deadline", "nvme")
+        .cpus(4)
+        .set("write_cache", "write back")
+        .switch(NS_PER_SEC / 4, "deadline")
+        .switch(NS_PER_SEC / 2, "noop")
+        .switch(3 * NS_PER_SEC / 4, "none");
+    let rep = run(text, c);
+    // run() asserts every bio and request ended exactly once.
+    assert_eq!(rep.elevator.switch_log.len(), 3);
+    for s in &rep.elevator.switch_log {
+        assert!(
+            matches!(s, elevator::report::SwitchOutcome::Switched { .. }),
+            "{s:?}"
+        );
+    }
+    for j in &rep.jobs {
+        let n = j.stats.total_ios(Ddir::Read) + j.stats.total_ios(Ddir::Write);
+        assert!(n > 1000, "{} did {n} I/Os", j.spec.name);
+    }
+}
+
+#[test]
+fn a_switch_away_from_a_full_legacy_elevator_drains_it_by_force() {
+    // deadline holds ~150 queued writes on a disk when the switch comes: the
+    // drain moves them all to the dispatch list at once (elv_drain_elevator)
+    // and waits for the disk to finish them; then noop takes over.
+    let text =
+        "[global]\ndirect=1\nioengine=libaio\nbs=4k\nruntime=3\ntime_based\nfilename=/dev/sdX\n\
+                [w]\nrw=randwrite\niodepth=256\n";
+    let c = cfg("deadline", "hdd").switch(NS_PER_SEC, "noop");
+    let rep = run(text, c);
+    let Some(elevator::report::SwitchOutcome::Switched { drain_start, done }) =
+        rep.elevator.switch_log.first().copied()
+    else {
+        panic!("switch did not happen: {:?}", rep.elevator.switch_log);
+    };
+    let drain = done - drain_start;
+    // ~160 requests at a few hundred IOPS: well under two seconds, more
+    // than the time of one request.
+    assert!(
+        drain > 10_000_000 && drain < 2 * NS_PER_SEC,
+        "drained in {drain} ns"
+    );
+    let (w, _, _) = total(&rep, Ddir::Write);
+    assert!(w > 500, "writes {w}");
+}

@@ -299,14 +299,21 @@ pub trait Elevator {
     fn has_work(&self, hctx: u16) -> bool;
     /// Legacy `dispatch_fn(q, force)`: move requests to the core's dispatch
     /// list with `ctx.dispatch_add_tail` / `ctx.dispatch_sort`; returns how
-    /// many moved. `force` (drain for a switch) must move everything.
+    /// many moved (exactly). The core calls it whenever its list is empty
+    /// during a queue run and the scheduler holds requests; with `force` (a
+    /// switch drains the queue, a passthrough command is inserted) it calls
+    /// it, also when empty, until it returns 0, and the scheduler must then
+    /// hold nothing.
     fn dispatch_legacy(&mut self, _ctx: &mut SchedCtx, _force: bool) -> u32 {
         0
     }
     /// Legacy `activate_req_fn`: the driver saw the request for the first
-    /// time (peeked from the dispatch list).
+    /// time (peeked from the dispatch list), possibly while the device is
+    /// full (it then waits at the head, activated). Only requests that went
+    /// through `insert`.
     fn activate_request(&mut self, _ctx: &mut SchedCtx, _rq: RqId) {}
-    /// Legacy `deactivate_req_fn`: the driver gave the request back.
+    /// Legacy `deactivate_req_fn`: the driver gave an activated request back
+    /// (requeue); it is activated again when next peeked.
     fn deactivate_request(&mut self, _ctx: &mut SchedCtx, _rq: RqId) {}
 
     // ----- completion --------------------------------------------------------
@@ -322,6 +329,12 @@ pub trait Elevator {
     /// Veto a bio merge into a scheduler request (`allow_merge`; legacy
     /// `allow_bio_merge_fn`). May change state (BFQ sets up queue merges here).
     fn allow_merge(&mut self, _ctx: &mut SchedCtx, _rq: RqId, _bio: &BioInfo) -> bool {
+        true
+    }
+    /// Legacy `allow_rq_merge_fn`: veto merging request `next` into `rq`
+    /// when the core tries an insert merge (`blk_attempt_req_merge`; CFQ
+    /// refuses requests of different queues).
+    fn allow_rq_merge(&mut self, _ctx: &mut SchedCtx, _rq: RqId, _next: RqId) -> bool {
         true
     }
     /// Scheduler-specific merge candidate after the hint and hash fail

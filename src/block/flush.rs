@@ -318,6 +318,11 @@ impl BlockLayer {
     /// asynchronous run at `now`).
     #[inline(never)]
     pub(super) fn run_requeue_work(&mut self, env: &mut Env) {
+        if self.elv_props.legacy {
+            // The legacy queue has no requeue list (legacy.rs).
+            self.legacy_flush_work(env);
+            return;
+        }
         while let Some(rq) = self.requeue_list.pop_front() {
             if self.elv.is_some() && self.rqs[rq].has(flags::USE_SCHED) {
                 self.elv_insert(env, rq, true);
@@ -343,6 +348,11 @@ impl BlockLayer {
     /// it had accepted (it will be re-inserted at the head and dispatched
     /// again). The device must have forgotten it.
     pub fn requeue_request(&mut self, env: &mut Env, rq: RqId) {
+        if self.elv_props.legacy {
+            // blk_requeue_request on the legacy queue (legacy.rs).
+            self.legacy_driver_requeue(env, rq);
+            return;
+        }
         // __blk_mq_requeue_request: the driver tag goes back (with an
         // elevator; without one it is the request's own tag).
         if self.elv.is_some() {

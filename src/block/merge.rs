@@ -158,13 +158,18 @@ impl BlockLayer {
         if self.q.nomerges == 2 || !bio_mergeable(b) {
             return false;
         }
-        // 1. The plug's tail request (no elevator involvement).
+        // 1. The plug's tail request (no elevator involvement); the legacy
+        //    block layer tried every plugged request, newest first
+        //    (blk_attempt_plug_merge, 4.x).
         if let Some(p) = plug {
-            if let Some(&tail) = p.rqs.last() {
-                let r = &self.rqs[tail];
+            let n = p.rqs.len();
+            let tried = if self.elv_props.legacy { n } else { n.min(1) };
+            for i in 0..tried {
+                let cand = p.rqs[n - 1 - i];
+                let r = &self.rqs[cand];
                 if rq_mergeable(r) && compatible(r, b) {
                     if let Some(kind) = position(r, b) {
-                        match self.merge_bio_into(env, tail, b, kind) {
+                        match self.merge_bio_into(env, cand, b, kind) {
                             Try::Merged => return true,
                             Try::Refused => {}
                         }
@@ -215,7 +220,10 @@ impl BlockLayer {
         self.with_elv(env, |e, ctx| e.allow_merge(ctx, rq, info))
     }
 
-    /// `elv_merge` + `blk_mq_sched_try_merge`.
+    /// `elv_merge` + `blk_mq_sched_try_merge`. Each candidate must pass
+    /// `elv_bio_merge_ok` (compatible, and the scheduler's `allow_merge`)
+    /// before its position is looked at; a refused one lets the next
+    /// look-up try.
     fn elv_merge(&mut self, env: &mut Env, b: &BioSubmit, hctx: usize) -> bool {
         // blk_mq_sched_bio_merge takes the scheduler lock.
         self.sched_work(self.sched_cost.merge_ns);
@@ -225,8 +233,8 @@ impl BlockLayer {
         let lm = self.last_merge;
         if lm != NIL && self.rqs[lm].in_use && self.rqs[lm].has(flags::IN_ELV) {
             let r = &self.rqs[lm];
-            if rq_mergeable(r) && compatible(r, b) {
-                if let Some(kind) = position(r, b) {
+            if rq_mergeable(r) && compatible(r, b) && self.allowed(env, lm, &info) {
+                if let Some(kind) = position(&self.rqs[lm], b) {
                     cand = Some((lm, kind));
                 }
             }
@@ -237,7 +245,7 @@ impl BlockLayer {
             }
             if let Some(rq) = self.hash_find(b.sector) {
                 let r = &self.rqs[rq];
-                if rq_mergeable(r) && compatible(r, b) {
+                if rq_mergeable(r) && compatible(r, b) && self.allowed(env, rq, &info) {
                     cand = Some((rq, MergeKind::Back));
                 }
             }
@@ -246,15 +254,16 @@ impl BlockLayer {
             let c = self.with_elv(env, |e, ctx| e.request_merge(ctx, &info));
             if let Some((rq, kind)) = c {
                 let r = &self.rqs[rq];
-                if rq_mergeable(r) && compatible(r, b) && position(r, b) == Some(kind) {
+                if rq_mergeable(r)
+                    && compatible(r, b)
+                    && position(r, b) == Some(kind)
+                    && self.allowed(env, rq, &info)
+                {
                     cand = Some((rq, kind));
                 }
             }
         }
         let Some((rq, kind)) = cand else { return false };
-        if !self.allowed(env, rq, &info) {
-            return false;
-        }
         match self.merge_bio_into(env, rq, b, kind) {
             Try::Merged => {}
             Try::Refused => return false,
@@ -324,8 +333,18 @@ impl BlockLayer {
         if rq_in_hash {
             self.hash_add(rq);
         }
-        self.with_elv(env, |e, ctx| e.requests_merged(ctx, rq, next));
-        if self.last_merge == next {
+        let legacy = self.elv_props.legacy;
+        // Legacy elv_merge_requests: merge_req_fn only for a `next` that went
+        // through add_req (RQF_SORTED), and the hint always becomes `rq`.
+        if !legacy || self.rqs[next].has(flags::ELV_INSERTED) {
+            self.with_elv(env, |e, ctx| e.requests_merged(ctx, rq, next));
+        }
+        if legacy {
+            self.last_merge = rq;
+            if self.rqs[next].has(flags::IN_ELV) {
+                self.legacy.nr_sorted -= 1;
+            }
+        } else if self.last_merge == next {
             self.last_merge = rq;
         }
         self.rqs[next].flags &= !flags::IN_ELV;
@@ -335,6 +354,49 @@ impl BlockLayer {
         let use_sched = self.rqs[next].has(flags::USE_SCHED);
         self.free_request(env, next, use_sched);
         true
+    }
+
+    /// `elv_attempt_insert_merge` as the legacy core calls it for
+    /// `ELEVATOR_INSERT_SORT_MERGE` (elevator.c, 4.x): into the hint if it
+    /// ends where `rq` starts (and stop there), else into the request the
+    /// end-sector hash finds, cascading backwards while merges succeed. Each
+    /// try is `blk_attempt_req_merge`: the scheduler's `allow_rq_merge`,
+    /// then `attempt_merge`.
+    pub(super) fn legacy_insert_merge(&mut self, env: &mut Env, rq: RqId) -> bool {
+        if self.q.nomerges == 2 {
+            return false;
+        }
+        let lm = self.last_merge;
+        if lm != NIL
+            && lm != rq
+            && self.rqs[lm].in_use
+            && self.rqs[lm].has(flags::IN_ELV)
+            && self.legacy_req_merge(env, lm, rq)
+        {
+            return true;
+        }
+        if self.q.nomerges == 1 {
+            return false;
+        }
+        let mut cur = rq;
+        let mut merged = false;
+        loop {
+            let start = self.rqs[cur].sector;
+            match self.hash_find(start).filter(|&c| c != cur) {
+                Some(c) if self.legacy_req_merge(env, c, cur) => {
+                    merged = true;
+                    cur = c;
+                }
+                _ => break,
+            }
+        }
+        merged
+    }
+
+    /// `blk_attempt_req_merge` (blk-merge.c, 4.x).
+    fn legacy_req_merge(&mut self, env: &mut Env, rq: RqId, next: RqId) -> bool {
+        self.with_elv(env, |e, ctx| e.allow_rq_merge(ctx, rq, next))
+            && self.attempt_merge(env, rq, next)
     }
 
     /// `blk_mq_sched_try_insert_merge`: merge a new request into one already

@@ -3,6 +3,10 @@
 //! in the elevator, and are dispatched from hardware queues to the device.
 //! Flushes and passthrough commands bypass the elevator. A scheduler switch
 //! freezes the queue, drains every allocated request, then swaps elevators.
+//! A legacy single-queue scheduler (noop, deadline, ...) runs on the ≤ 4.20
+//! core instead (legacy.rs: request pools, the dispatch list, `request_fn`),
+//! entered from a few points here (allocation, insertion, queue runs,
+//! completion, switching).
 //!
 //! Facts: reference/kernel-blkmq-deadline-kyber.md §1 (v6.17).
 
@@ -23,12 +27,12 @@ pub(crate) mod testkit;
 use crate::cgroup::{CgroupTree, IoPrio};
 use crate::machine::Machine;
 use crate::sim::event::{Event, EventQueue, TimerOwner};
-use crate::sim::time::{Ns, NS_PER_MS};
+use crate::sim::time::{self, Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
 use driver::{Device, DeviceCmd, DeviceOut, Submit};
 use elevator::{CoreSide, Elevator, ElevatorType, Features, QueueInfo, SchedCtx, Tunable};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
-use request::{flags, op_is_sync, Op, Request, RequestArena, RqId, NIL};
+use request::{flags, Op, Request, RequestArena, RqId, NIL};
 use rq_qos::{RqQos, TaskStage, Throttle};
 use stat::DiskStats;
 use std::collections::VecDeque;
@@ -42,8 +46,9 @@ pub const PLUG_MAX_REQUESTS: usize = 32;
 pub const PLUG_FLUSH_SECTORS: u32 = 128 * 2;
 /// Software-queue merge scan depth (newest 8 requests, blk-mq-sched.c).
 const CTX_MERGE_SCAN: usize = 8;
-/// Legacy single-queue default nr_requests per sync/async class (BLKDEV_MAX_RQ, ≤ 4.20).
-pub const LEGACY_NR_REQUESTS: u32 = 128;
+/// Legacy single-queue default nr_requests per pool and sync/async class
+/// (BLKDEV_MAX_RQ, ≤ 4.20).
+pub const LEGACY_NR_REQUESTS: u32 = legacy::BLKDEV_MAX_RQ;
 
 /// A bio handed to the block layer.
 #[derive(Clone, Copy, Debug)]
@@ -219,8 +224,9 @@ pub struct BlockLayer {
     hash: Vec<Vec<RqId>>,
     /// One-hit merge hint (`q->last_merge`).
     last_merge: RqId,
-    /// Legacy request pool use per class (0 = sync, 1 = async).
-    legacy_used: [u32; 2],
+    /// The legacy single-queue core's pools and counters (legacy.rs); its
+    /// dispatch list is `core.dispatch`.
+    legacy: legacy::LegacyQueue,
     frozen: bool,
     pending_switch: Option<&'static ElevatorType>,
     /// Every `request_switch`, in order.
@@ -344,7 +350,7 @@ impl BlockLayer {
             dev_out: DeviceOut::default(),
             hash: vec![Vec::new(); merge::ELV_HASH_BUCKETS],
             last_merge: NIL,
-            legacy_used: [0; 2],
+            legacy: legacy::LegacyQueue::default(),
             frozen: false,
             pending_switch: None,
             warnings: Vec::new(),
@@ -463,7 +469,8 @@ impl BlockLayer {
             b.clear();
         }
         self.last_merge = NIL;
-        self.legacy_used = [0; 2];
+        debug_assert!(self.core.dispatch.is_empty());
+        self.legacy = legacy::LegacyQueue::new(nr_requests);
         Ok(())
     }
 
@@ -577,6 +584,10 @@ impl BlockLayer {
         };
         let cpu = self.cpu_index(b.cpu) as usize;
         let hctx = self.q.cpu_hctx[cpu] as usize;
+        if self.elv_props.legacy {
+            // A task woken from a request pool becomes a batcher (legacy.rs).
+            self.legacy.pools.resume(b.pid, time::jiffies(env.now));
+        }
         // rq-qos (rq_qos.rs): a task woken from a throttle sleep resumes
         // inside `rq_qos_throttle`, after the merge attempts.
         let qos = !self.qos.is_empty();
@@ -597,6 +608,10 @@ impl BlockLayer {
         }
         let rq = match self.alloc_request(env, b, hctx) {
             Some(rq) => rq,
+            None if self.elv_props.legacy => {
+                self.legacy_sleep(env, b, plug);
+                return SubmitResult::Sleep(BlockWait::Tag);
+            }
             None => {
                 // The task will sleep in blk_mq_get_tag: that flushes its plug,
                 // which may free nothing yet, so try once more before sleeping.
@@ -635,9 +650,15 @@ impl BlockLayer {
         }
         if let Some(p) = plug {
             if b.flags & flags::PASSTHROUGH == 0 && b.op != Op::Flush {
-                let limit = PLUG_MAX_REQUESTS;
+                let legacy = self.elv_props.legacy;
+                let limit = if legacy {
+                    legacy::BLK_MAX_REQUEST_COUNT
+                } else {
+                    PLUG_MAX_REQUESTS
+                };
+                // (4.x checked the size whatever nomerges said.)
                 let last_big = p.rqs.last().is_some_and(|&l| {
-                    self.q.nomerges != 2 && self.rqs[l].nr_sectors >= PLUG_FLUSH_SECTORS
+                    (legacy || self.q.nomerges != 2) && self.rqs[l].nr_sectors >= PLUG_FLUSH_SECTORS
                 });
                 if p.rqs.len() >= limit || last_big {
                     self.flush_plug(env, p, false);
@@ -673,15 +694,12 @@ impl BlockLayer {
     #[inline]
     fn alloc_request(&mut self, env: &mut Env, b: &BioSubmit, hctx: usize) -> Option<RqId> {
         let bypass = b.op == Op::Flush || b.flags & flags::PASSTHROUGH != 0;
-        let sync = op_is_sync(b.op, b.flags);
         let cpu = self.cpu_index(b.cpu);
         match &self.elv {
             Some(_) if self.elv_props.legacy => {
-                let class = if sync { 0 } else { 1 };
-                if self.legacy_used[class] >= self.q.nr_requests {
+                if !self.legacy_get_request(env, b) {
                     return None;
                 }
-                self.legacy_used[class] += 1;
             }
             Some(_) => {
                 let mut depth = self.q.nr_requests;
@@ -704,7 +722,15 @@ impl BlockLayer {
             }
         }
         self.inv.requests_allocated += 1;
-        let use_sched = self.elv.is_some() && !bypass;
+        // Legacy: RQF_ELVPRIV for every request but PREFLUSH/FUA ones
+        // (`__get_request`, `op_is_flush`); passthrough commands have it too.
+        let use_sched = match &self.elv {
+            None => false,
+            Some(_) if self.elv_props.legacy => {
+                b.op != Op::Flush && b.flags & (flags::PREFLUSH | flags::FUA) == 0
+            }
+            Some(_) => !bypass,
+        };
         let mut rflags = b.flags & flags::REQ_MASK;
         if self.elv.is_none() {
             rflags |= flags::DRIVER_TAG;
@@ -785,6 +811,10 @@ impl BlockLayer {
 
     /// Insert a new (non-plugged) request, or issue it directly (§1.4).
     fn queue_request(&mut self, env: &mut Env, rq: RqId, from_schedule: bool) {
+        if self.elv_props.legacy {
+            self.legacy_queue_request(env, rq);
+            return;
+        }
         let hctx = self.rqs[rq].hctx as usize;
         let r = &self.rqs[rq];
         if r.op == Op::Flush || r.has(flags::PASSTHROUGH) {
@@ -858,6 +888,10 @@ impl BlockLayer {
 
     fn flush_plug(&mut self, env: &mut Env, plug: &mut Plug, from_schedule: bool) {
         if plug.rqs.is_empty() {
+            return;
+        }
+        if self.elv_props.legacy {
+            self.legacy_flush_plug(env, plug, from_schedule);
             return;
         }
         let mut touched: Vec<u16> = Vec::new();
@@ -1028,6 +1062,11 @@ impl BlockLayer {
         if self.frozen && self.pending_switch.is_some() && self.drained() {
             return;
         }
+        if self.elv_props.legacy {
+            // One queue and the driver's request_fn (legacy.rs).
+            self.legacy_run_queue(env);
+            return;
+        }
         // 1. hctx->dispatch first; while it holds requests the elevator is not asked.
         let had_list = !self.hctxs[hctx].dispatch.is_empty();
         if had_list && !self.dispatch_list(env, hctx) {
@@ -1154,6 +1193,10 @@ impl BlockLayer {
     /// The device completed `rq`.
     pub fn device_complete(&mut self, env: &mut Env, rq: RqId) {
         let hctx = self.rqs[rq].hctx as usize;
+        if self.elv_props.legacy {
+            // scsi_device_unbusy.
+            self.legacy.in_driver -= 1;
+        }
         // Completion runs on the submitting CPU (rq_affinity=1).
         self.cpu.begin(self.rqs[rq].cpu, env.now);
         self.cpu.charge(self.costs.complete_ns);
@@ -1223,7 +1266,11 @@ impl BlockLayer {
         }
         if use_sched {
             self.sched_work(self.sched_cost.complete_ns);
-            if self.elv_props.completed_hook {
+            // Legacy: only requests that went through add_req (RQF_SORTED,
+            // elv_completed_request).
+            let hook = self.elv_props.completed_hook
+                && (!self.elv_props.legacy || self.rqs[rq].has(flags::ELV_INSERTED));
+            if hook {
                 self.with_elv(env, |e, ctx| {
                     e.completed_request(ctx, rq);
                 });
@@ -1266,12 +1313,15 @@ impl BlockLayer {
             self.qos_done(env, rq);
         }
         let hctx = self.rqs[rq].hctx as usize;
-        let sync = self.rqs[rq].is_sync();
         self.put_driver_tag(rq);
-        match &self.elv {
-            Some(_) if self.elv_props.legacy => self.legacy_used[if sync { 0 } else { 1 }] -= 1,
-            Some(_) => self.hctxs[hctx].sched_tags -= 1,
-            None => {}
+        if self.elv_props.legacy {
+            // freed_request: back to its pool, which wakes its sleepers.
+            self.legacy_freed(env, rq);
+            self.rqs.free(rq);
+            return;
+        }
+        if self.elv.is_some() {
+            self.hctxs[hctx].sched_tags -= 1;
         }
         self.rqs.free(rq);
         if let Some(pid) = self.hctxs[hctx].tag_waiters.pop_front() {
@@ -1327,6 +1377,12 @@ impl BlockLayer {
         self.switch_log.push(ev);
         self.frozen = true;
         self.pending_switch = Some(t);
+        if self.elv_props.legacy {
+            // __blk_drain_queue: force the elevator empty, run the queue.
+            self.cpu.begin(0, env.now);
+            self.legacy_run_queue(env);
+            self.cpu.end();
+        }
         self.try_switch(env);
     }
 
@@ -1352,6 +1408,8 @@ impl BlockLayer {
         let Some(t) = self.pending_switch.take() else {
             return;
         };
+        // The end of __blk_drain_queue wakes every pool sleeper.
+        self.legacy.pools.wake_all(env.woken);
         // nr_requests goes back to the new configuration's default (§1.12).
         if let Err(e) = self.attach(t, None) {
             // A failed init leaves the queue without a scheduler, as the

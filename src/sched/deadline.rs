@@ -7,6 +7,13 @@
 //! direction. Reads are preferred, but at most `writes_starved` read batches
 //! in a row may be chosen while writes wait.
 //!
+//! It runs on the legacy core (block/legacy.rs): `deadline_dispatch_requests`
+//! moves one request per call to the tail of the core's dispatch list
+//! (`deadline_move_to_dispatch` → `elv_dispatch_add_tail`) whenever it holds
+//! any, so a forced dispatch (`force`, a drain) needs nothing of its own:
+//! the core calls it until it returns 0. Requeued requests go back to the
+//! core's list, never to deadline.
+//!
 //! This file also holds the `iosched/` attributes shared with mq-deadline.
 
 use super::sort_tree::{SortForest, SortTree};
@@ -133,8 +140,6 @@ pub(crate) const fn fifo_batch_attr<S>(parse: AttrParse, get: Get<S>, set: Set<S
 
 /// Not inside the scheduler.
 const LOC_NONE: u64 = 0;
-/// On the head list (at-head insert: legacy put these on `q->queue_head`).
-const LOC_HEAD: u64 = 1;
 /// In the sort tree and FIFO of its direction.
 const LOC_SORTED: u64 = 2;
 
@@ -152,8 +157,6 @@ pub struct Deadline {
     forest: SortForest,
     sort: [SortTree; 2],
     fifo: [RqList; 2],
-    /// At-head inserts, served before anything else (legacy core dispatch list).
-    head: RqList,
     /// Next request in sector order after the last dispatched one; at most
     /// one direction is set.
     next_rq: [RqId; 2],
@@ -180,7 +183,6 @@ impl Deadline {
             forest: SortForest::new(),
             sort: [SortTree::new(0), SortTree::new(1)],
             fifo: [RqList::new(), RqList::new()],
-            head: RqList::new(),
             next_rq: [NIL; 2],
             batching: 0,
             starved: 0,
@@ -195,9 +197,9 @@ impl Deadline {
         }
     }
 
-    /// Number of requests queued (sorted + head).
+    /// Number of requests queued.
     pub fn queued(&self) -> u32 {
-        self.fifo[READ].len + self.fifo[WRITE].len + self.head.len
+        self.fifo[READ].len + self.fifo[WRITE].len
     }
 
     /// Sort-order successor (`deadline_latter_request`).
@@ -218,13 +220,8 @@ impl Deadline {
 
     /// Take `id` out of whatever structure holds it.
     fn unlink(&mut self, rqs: &mut RequestArena, id: RqId) {
-        match loc(rqs, id) {
-            (LOC_SORTED, dir) => self.remove_sorted(rqs, id, dir),
-            (LOC_HEAD, _) => {
-                self.head.remove(rqs, id);
-                set_loc(rqs, id, LOC_NONE, 0);
-            }
-            _ => {}
+        if let (LOC_SORTED, dir) = loc(rqs, id) {
+            self.remove_sorted(rqs, id, dir);
         }
     }
 
@@ -293,48 +290,11 @@ const DEADLINE_ATTRS: &[Attr<Deadline>] = &[
     ),
 ];
 
-impl Elevator for Deadline {
-    fn name(&self) -> &'static str {
-        "deadline"
-    }
-
-    fn tunables(&self) -> Vec<Tunable> {
-        show_attrs(self, DEADLINE_ATTRS)
-    }
-
-    fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), String> {
-        store_attr(self, "deadline", DEADLINE_ATTRS, name, value)
-    }
-
-    fn prepare_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
-        ctx.rqs[rq].elv[1] = LOC_NONE;
-    }
-
-    fn insert(&mut self, ctx: &mut SchedCtx, rq: RqId, at_head: bool) {
-        // Defensive: a request is never in two places.
-        self.unlink(ctx.rqs, rq);
-        let dir = ctx.rqs[rq].op.dir();
-        if at_head {
-            // Legacy ELEVATOR_INSERT_FRONT/REQUEUE put the request straight on
-            // the core dispatch list, ahead of everything the elevator holds.
-            self.head.push_front(ctx.rqs, rq);
-            set_loc(ctx.rqs, rq, LOC_HEAD, dir);
-            return;
-        }
-        // deadline_add_request: tree, then fifo_time = jiffies + expire, FIFO tail.
-        let sector = ctx.rqs[rq].sector;
-        self.forest.insert(&mut self.sort[dir], rq, sector);
-        let deadline = ctx.jiffies() as i64 + self.fifo_expire[dir] as i64;
-        ctx.rqs[rq].fifo_time = jiffy_to_ns(deadline);
-        self.fifo[dir].push_back(ctx.rqs, rq);
-        set_loc(ctx.rqs, rq, LOC_SORTED, dir);
-    }
-
-    fn dispatch(&mut self, ctx: &mut SchedCtx, _hctx: u16) -> Option<RqId> {
-        if let Some(rq) = self.head.pop_front(ctx.rqs) {
-            set_loc(ctx.rqs, rq, LOC_NONE, 0);
-            return Some(rq);
-        }
+impl Deadline {
+    /// `deadline_dispatch_requests` up to the move: continue the batch, or
+    /// choose a direction and where to start; the chosen request leaves the
+    /// tree and FIFO (`deadline_move_request`).
+    fn select(&mut self, ctx: &mut SchedCtx) -> Option<RqId> {
         let now_j = ctx.jiffies() as i64;
         let reads = !self.fifo[READ].is_empty();
         let writes = !self.fifo[WRITE].is_empty();
@@ -384,9 +344,55 @@ impl Elevator for Deadline {
         self.move_request(ctx.rqs, rq);
         Some(rq)
     }
+}
+
+impl Elevator for Deadline {
+    fn name(&self) -> &'static str {
+        "deadline"
+    }
+
+    fn tunables(&self) -> Vec<Tunable> {
+        show_attrs(self, DEADLINE_ATTRS)
+    }
+
+    fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), String> {
+        store_attr(self, "deadline", DEADLINE_ATTRS, name, value)
+    }
+
+    fn prepare_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        ctx.rqs[rq].elv[1] = LOC_NONE;
+    }
+
+    fn insert(&mut self, ctx: &mut SchedCtx, rq: RqId, at_head: bool) {
+        // The legacy core puts front and requeued requests on its own list.
+        debug_assert!(!at_head, "the legacy core never inserts at head");
+        // Defensive: a request is never in two places.
+        self.unlink(ctx.rqs, rq);
+        let dir = ctx.rqs[rq].op.dir();
+        // deadline_add_request: tree, then fifo_time = jiffies + expire, FIFO tail.
+        let sector = ctx.rqs[rq].sector;
+        self.forest.insert(&mut self.sort[dir], rq, sector);
+        let deadline = ctx.jiffies() as i64 + self.fifo_expire[dir] as i64;
+        ctx.rqs[rq].fifo_time = jiffy_to_ns(deadline);
+        self.fifo[dir].push_back(ctx.rqs, rq);
+        set_loc(ctx.rqs, rq, LOC_SORTED, dir);
+    }
+
+    fn dispatch_legacy(&mut self, ctx: &mut SchedCtx, _force: bool) -> u32 {
+        // deadline_dispatch_requests ignores `force`: it moves a request
+        // whenever it holds one.
+        match self.select(ctx) {
+            Some(rq) => {
+                // deadline_move_to_dispatch: off tree and FIFO, to the tail.
+                ctx.dispatch_add_tail(rq);
+                1
+            }
+            None => 0,
+        }
+    }
 
     fn has_work(&self, _hctx: u16) -> bool {
-        !self.head.is_empty() || !self.fifo[READ].is_empty() || !self.fifo[WRITE].is_empty()
+        !self.fifo[READ].is_empty() || !self.fifo[WRITE].is_empty()
     }
 
     fn finish_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
@@ -467,7 +473,7 @@ mod tests {
     use crate::sched::testing::Harness;
 
     fn h() -> Harness<Deadline> {
-        Harness::new(Deadline::new())
+        Harness::legacy(Deadline::new())
     }
 
     #[test]
@@ -706,15 +712,70 @@ mod tests {
     }
 
     #[test]
-    fn at_head_goes_first() {
+    fn requeued_requests_go_to_the_core_list_not_to_deadline() {
         let mut h = h();
         let a = h.read(10, 8);
-        let b = h.insert_new(Op::Write, 500, 8, true);
-        let c = h.insert_new(Op::Read, 900, 8, true);
-        assert_eq!(h.dispatch(), Some(c));
-        assert_eq!(h.dispatch(), Some(b));
+        let b = h.read(18, 8);
+        let c = h.read(900, 8);
         assert_eq!(h.dispatch(), Some(a));
+        assert_eq!(h.dispatch(), Some(b));
+        // The device refuses b: it goes back to the head of the core's
+        // list, deadline's batch state is untouched (next_rq is still c).
+        h.requeue(b);
+        assert_eq!(h.sched.queued(), 1);
+        assert_eq!(h.dispatch(), Some(b));
+        assert_eq!(h.dispatch(), Some(c));
         assert!(!h.sched.has_work(0));
+    }
+
+    #[test]
+    fn one_request_moves_per_call_to_the_tail() {
+        let mut h = h();
+        let a = h.read(10, 8);
+        let b = h.read(5000, 8);
+        // The device is full: a waits at the head, started; b stays in
+        // deadline and stays mergeable.
+        assert_eq!(h.peek(), Some(a));
+        assert_eq!(h.peek(), Some(a));
+        assert_eq!(h.sched.queued(), 1);
+        assert_eq!(h.listed_order(), vec![a]);
+        assert_eq!(h.dispatch(), Some(a));
+        assert_eq!(h.dispatch(), Some(b));
+    }
+
+    #[test]
+    fn a_forced_drain_moves_everything_in_dispatch_order() {
+        // Without force, the same state dispatches in the same order: force
+        // only makes the core keep calling.
+        let fill = |h: &mut Harness<Deadline>| -> Vec<RqId> {
+            h.sched.set_tunable("fifo_batch", "2").unwrap();
+            let mut v = Vec::new();
+            for i in 0..4 {
+                v.push(h.read(1000 + i * 8, 8));
+                v.push(h.write(9000 + i * 8, 8));
+            }
+            v
+        };
+        let mut h1 = h();
+        fill(&mut h1);
+        let one_by_one: Vec<u64> = h1
+            .dispatch_all()
+            .iter()
+            .map(|&i| h1.rqs[i].sector)
+            .collect();
+        let mut h2 = h();
+        fill(&mut h2);
+        assert_eq!(h2.force_drain(), 8);
+        assert_eq!(h2.sched.queued(), 0);
+        let drained: Vec<u64> = h2
+            .listed_order()
+            .iter()
+            .map(|&i| h2.rqs[i].sector)
+            .collect();
+        assert_eq!(drained, one_by_one);
+        // They leave in list order; nothing is left behind.
+        assert_eq!(h2.dispatch_all().len(), 8);
+        assert_eq!(h2.pull(true), 0);
     }
 
     #[test]

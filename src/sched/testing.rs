@@ -3,12 +3,24 @@
 //! (limit_depth → allocate → prepare → insert → dispatch → complete →
 //! finish, request merges, timers, queue-run requests) at chosen times.
 //!
+//! Two modes, as the kernel has two cores ([`Mode`]):
+//! - blk-mq (`Harness::new`): `dispatch` calls the scheduler's `dispatch`
+//!   and the request goes to the device;
+//! - legacy (`Harness::legacy`): the harness plays the single-queue core of
+//!   block/legacy.rs — allocation from per-cgroup request pools after
+//!   `may_queue`, `dispatch` peeks at the head of the core's dispatch list
+//!   (asking `dispatch_legacy(false)` to fill it when empty), activates a
+//!   request the first time it is seen and starts it; `requeue` gives a
+//!   started request back (deactivate, soft barrier at the head);
+//!   `force_drain` calls `dispatch_legacy(true)` until it returns 0.
+//!
 //! Timers armed by the scheduler fire when the harness clock passes them (in
 //! time order, then arming order); a kick (`SchedCtx::kick`/`kick_hctx`)
 //! makes the harness run dispatch, as the block layer's queue run would.
 
 use crate::block::elevator::{BioInfo, CoreSide, Elevator, MergeKind, QueueInfo, SchedCtx};
-use crate::block::request::{flags, Op, RequestArena, RqId};
+use crate::block::legacy::RequestPools;
+use crate::block::request::{flags, op_is_sync, Op, RequestArena, RqId};
 use crate::cgroup::{CgroupTree, IoPrio, IoPrioClass};
 use crate::sim::time::{Ns, NS_PER_MS};
 
@@ -33,8 +45,18 @@ impl Default for Submitter {
     }
 }
 
+/// Which core the harness plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// blk-mq: `elevator_mq_ops`.
+    Mq,
+    /// The legacy single-queue core: `elevator_ops`.
+    Legacy,
+}
+
 pub struct Harness<E: Elevator> {
     pub sched: E,
+    pub mode: Mode,
     pub rqs: RequestArena,
     pub q: QueueInfo,
     pub cgroups: CgroupTree,
@@ -53,6 +75,15 @@ pub struct Harness<E: Elevator> {
     pub inside: Vec<RqId>,
     /// Scheduler tags in use (allocated, not freed), as limit_depth sees them.
     pub tags_used: u32,
+    /// Legacy: on the core's dispatch list, not started (moved there by
+    /// the scheduler, or requeued).
+    pub listed: Vec<RqId>,
+    /// Legacy: the request pools allocations come from.
+    pub pools: RequestPools,
+    /// Legacy: which requests came from a pool (by request id).
+    pooled: Vec<bool>,
+    /// Legacy: `may_queue` answers seen (MAY, NO, MUST).
+    pub may_queue_seen: [u64; 3],
 }
 
 impl<E: Elevator> Harness<E> {
@@ -62,10 +93,26 @@ impl<E: Elevator> Harness<E> {
         Harness::with_queue(sched, q)
     }
 
+    /// A harness playing the legacy single-queue core: one queue, 128
+    /// requests per pool and direction, a rotational device of depth 32.
+    pub fn legacy(sched: E) -> Harness<E> {
+        let mut q = QueueInfo::new(1, 1, 32, crate::block::LEGACY_NR_REQUESTS);
+        q.rotational = true;
+        Harness::legacy_with_queue(sched, q)
+    }
+
+    pub fn legacy_with_queue(sched: E, q: QueueInfo) -> Harness<E> {
+        let mut h = Harness::with_queue(sched, q);
+        h.mode = Mode::Legacy;
+        h.pools = RequestPools::new(h.q.nr_requests);
+        h
+    }
+
     pub fn with_queue(mut sched: E, q: QueueInfo) -> Harness<E> {
         sched.init(&q);
         Harness {
             sched,
+            mode: Mode::Mq,
             rqs: RequestArena::new(),
             q,
             cgroups: CgroupTree::default(),
@@ -78,7 +125,23 @@ impl<E: Elevator> Harness<E> {
             inflight: Vec::new(),
             inside: Vec::new(),
             tags_used: 0,
+            listed: Vec::new(),
+            pools: RequestPools::new(1),
+            pooled: Vec::new(),
+            may_queue_seen: [0; 3],
         }
+    }
+
+    fn legacy_mode(&self) -> bool {
+        self.mode == Mode::Legacy
+    }
+
+    fn set_pooled(&mut self, id: RqId, pooled: bool) {
+        let i = id as usize;
+        if self.pooled.len() <= i {
+            self.pooled.resize(i + 1, false);
+        }
+        self.pooled[i] = pooled;
     }
 
     /// Run `f` with the scheduler and a context at the current time; timers
@@ -170,10 +233,21 @@ impl<E: Elevator> Harness<E> {
     /// the scheduler's depth limit (or `nr_requests`) leaves no tag.
     pub fn try_alloc_from(&mut self, who: Submitter, op: Op, sector: u64, nr: u32) -> Option<RqId> {
         let bio = self.bio_from(who, op, sector, nr);
-        let limit = self.with_ctx(|s, c| s.limit_depth(c, &bio));
-        let depth = limit.map_or(self.q.nr_requests, |l| l.clamp(1, self.q.nr_requests));
-        if self.tags_used >= depth {
-            return None;
+        if self.legacy_mode() {
+            // get_request: may_queue, then the cgroup's pool.
+            let may = self.with_ctx(|s, c| s.may_queue(c, &bio));
+            self.may_queue_seen[may as usize] += 1;
+            let sync = op_is_sync(op, bio.flags);
+            let j = crate::sim::time::jiffies(self.now);
+            if self.pools.get(who.cgroup, sync, may, who.pid, j).is_err() {
+                return None;
+            }
+        } else {
+            let limit = self.with_ctx(|s, c| s.limit_depth(c, &bio));
+            let depth = limit.map_or(self.q.nr_requests, |l| l.clamp(1, self.q.nr_requests));
+            if self.tags_used >= depth {
+                return None;
+            }
         }
         self.tags_used += 1;
         let id = self.rqs.alloc();
@@ -188,6 +262,8 @@ impl<E: Elevator> Harness<E> {
             r.pid = who.pid;
             r.start_ns = self.now;
         }
+        let legacy = self.legacy_mode();
+        self.set_pooled(id, legacy);
         self.with_ctx(|s, c| s.prepare_request(c, id));
         Some(id)
     }
@@ -209,6 +285,7 @@ impl<E: Elevator> Harness<E> {
             r.ioprio = who.ioprio;
             r.start_ns = self.now;
         }
+        self.set_pooled(id, false);
         self.with_ctx(|s, c| s.prepare_request(c, id));
         id
     }
@@ -219,6 +296,10 @@ impl<E: Elevator> Harness<E> {
 
     /// Insert an allocated request as the core does.
     pub fn insert(&mut self, id: RqId, at_head: bool) {
+        assert!(
+            !(at_head && self.legacy_mode()),
+            "the legacy core never inserts at head (see `requeue`)"
+        );
         self.rqs[id].insert_ns = self.now;
         self.with_ctx(|s, c| s.insert(c, id, at_head));
         self.rqs[id].flags |= flags::IN_ELV | flags::ELV_INSERTED;
@@ -247,8 +328,19 @@ impl<E: Elevator> Harness<E> {
         self.insert_new(Op::Write, sector, nr, false)
     }
 
-    /// One dispatch call; the returned request is marked started and in flight.
+    /// One dispatch call; the returned request is marked started and in
+    /// flight. Legacy: peek (filling the core's list from the scheduler when
+    /// it is empty), then start the head.
     pub fn dispatch(&mut self) -> Option<RqId> {
+        if self.legacy_mode() {
+            let id = self.peek()?;
+            let head = self.core.dispatch.pop_front(&mut self.rqs);
+            assert_eq!(head, Some(id));
+            self.take_listed(id);
+            self.rqs[id].dispatch_ns = self.now;
+            self.inflight.push(id);
+            return Some(id);
+        }
         let id = self.with_ctx(|s, c| s.dispatch(c, 0))?;
         let pos = self.inside.iter().position(|&x| x == id);
         assert!(
@@ -269,7 +361,105 @@ impl<E: Elevator> Harness<E> {
         std::iter::from_fn(|| self.dispatch()).collect()
     }
 
+    fn take_listed(&mut self, id: RqId) {
+        let p = self.listed.iter().position(|&x| x == id);
+        assert!(p.is_some(), "request {id} was not on the dispatch list");
+        self.listed.remove(p.unwrap_or(0));
+    }
+
+    /// Legacy: one `dispatch_legacy(force)` call; the requests it moved
+    /// leave the scheduler (as the core takes them off its hash and hint).
+    pub fn pull(&mut self, force: bool) -> u32 {
+        assert!(self.legacy_mode());
+        let n = self.with_ctx(|s, c| s.dispatch_legacy(c, force));
+        let mut moved = Vec::new();
+        self.core.dispatch.take_moved(&mut moved);
+        assert_eq!(n as usize, moved.len(), "dispatch_legacy count");
+        for id in moved {
+            let pos = self.inside.iter().position(|&x| x == id);
+            assert!(
+                pos.is_some(),
+                "moved request {id} was not inside the scheduler"
+            );
+            self.inside.swap_remove(pos.unwrap_or(0));
+            self.rqs[id].flags &= !flags::IN_ELV;
+            self.listed.push(id);
+        }
+        n
+    }
+
+    /// Legacy `blk_peek_request`: the head of the core's dispatch list,
+    /// asking the scheduler for more while it is empty; activated and marked
+    /// started the first time it is seen. None if the scheduler moved
+    /// nothing.
+    pub fn peek(&mut self) -> Option<RqId> {
+        assert!(self.legacy_mode());
+        loop {
+            if let Some(id) = self.core.dispatch.front() {
+                if !self.rqs[id].has(flags::STARTED) {
+                    if self.rqs[id].has(flags::ELV_INSERTED) {
+                        self.with_ctx(|s, c| s.activate_request(c, id));
+                    }
+                    self.rqs[id].flags |= flags::STARTED;
+                }
+                self.core.dispatch.peeked(&self.rqs, id);
+                return Some(id);
+            }
+            if self.inside.is_empty() || self.pull(false) == 0 {
+                return None;
+            }
+        }
+    }
+
+    /// Legacy `blk_requeue_request`: the driver gives a started request
+    /// back; it is deactivated and goes to the head of the core's list as a
+    /// soft barrier.
+    pub fn requeue(&mut self, id: RqId) {
+        assert!(self.legacy_mode());
+        let p = self.inflight.iter().position(|&x| x == id);
+        assert!(p.is_some(), "requeue of {id}, not in flight");
+        self.inflight.swap_remove(p.unwrap_or(0));
+        if self.rqs[id].has(flags::ELV_INSERTED) {
+            self.with_ctx(|s, c| s.deactivate_request(c, id));
+        }
+        self.rqs[id].flags &= !flags::STARTED;
+        self.core.dispatch.add_front_barrier(&mut self.rqs, id);
+        self.listed.insert(0, id);
+    }
+
+    /// Legacy `elv_drain_elevator`: `dispatch_legacy(true)` until it moves
+    /// nothing; the scheduler must then hold nothing. Returns how many moved.
+    pub fn force_drain(&mut self) -> u32 {
+        let mut total = 0;
+        loop {
+            let n = self.pull(true);
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        assert!(
+            self.inside.is_empty(),
+            "forced dispatching is broken: {:?} left",
+            self.inside
+        );
+        assert!(!self.sched.has_work(0), "has_work after a forced drain");
+        total
+    }
+
+    /// Legacy: the core's dispatch list, front to back.
+    pub fn listed_order(&self) -> Vec<RqId> {
+        self.core.dispatch.iter(&self.rqs).collect()
+    }
+
     fn free(&mut self, id: RqId) {
+        let pooled = self.pooled.get(id as usize).copied().unwrap_or(false);
+        if pooled {
+            let (cg, sync) = (self.rqs[id].cgroup, self.rqs[id].is_sync());
+            let mut woken = Vec::new();
+            self.pools.freed(cg, sync, &mut woken);
+            self.set_pooled(id, false);
+        }
         self.rqs.free(id);
         self.tags_used -= 1;
     }
@@ -279,8 +469,13 @@ impl<E: Elevator> Harness<E> {
         if let Some(p) = self.inflight.iter().position(|&x| x == id) {
             self.inflight.swap_remove(p);
         }
+        // Legacy elv_completed_request: only requests that went through
+        // add_req.
+        let completed = !self.legacy_mode() || self.rqs[id].has(flags::ELV_INSERTED);
         self.with_ctx(|s, c| {
-            s.completed_request(c, id);
+            if completed {
+                s.completed_request(c, id);
+            }
             s.finish_request(c, id);
         });
         self.free(id);
@@ -294,7 +489,11 @@ impl<E: Elevator> Harness<E> {
 
     /// Core request↔request merge: `next` is absorbed by `rq` and freed.
     pub fn merge_requests(&mut self, rq: RqId, next: RqId) {
-        self.with_ctx(|s, c| s.requests_merged(c, rq, next));
+        // Legacy elv_merge_requests: merge_req_fn only for a `next` that
+        // went through add_req.
+        if !self.legacy_mode() || self.rqs[next].has(flags::ELV_INSERTED) {
+            self.with_ctx(|s, c| s.requests_merged(c, rq, next));
+        }
         if let Some(p) = self.inside.iter().position(|&x| x == next) {
             self.inside.swap_remove(p);
         }
@@ -349,16 +548,27 @@ impl<E: Elevator> Harness<E> {
                         },
                     };
                     if let Some(id) = self.try_alloc_from(who, op, rnd(256) * 8, 8) {
-                        self.insert(id, rnd(10) == 0);
+                        let at_head = rnd(10) == 0 && !self.legacy_mode();
+                        self.insert(id, at_head);
                     }
                 }
                 40..=64 => {
-                    self.dispatch();
+                    if self.legacy_mode() && rnd(4) == 0 {
+                        // The driver peeks but the device is full.
+                        self.peek();
+                    } else {
+                        self.dispatch();
+                    }
                 }
                 65..=79 => {
                     if !self.inflight.is_empty() {
                         let id = self.inflight[rnd(self.inflight.len() as u64) as usize];
-                        self.finish(id);
+                        if self.legacy_mode() && rnd(5) == 0 {
+                            // The device refused it: back to the core's list.
+                            self.requeue(id);
+                        } else {
+                            self.finish(id);
+                        }
                     }
                 }
                 80..=84 => self.random_request_merge(&mut rnd),
@@ -375,7 +585,15 @@ impl<E: Elevator> Harness<E> {
                         self.with_ctx(|s, c| s.request_merged(c, a, kind));
                     }
                 }
-                90..=94 => self.check_lookups(),
+                90..=93 => self.check_lookups(),
+                94 => {
+                    if self.legacy_mode() {
+                        // A switch or a passthrough command drains it.
+                        self.force_drain();
+                    } else {
+                        self.check_lookups();
+                    }
+                }
                 95..=97 => {
                     let kicks = self.kicks;
                     self.advance_ms(rnd(400));
@@ -429,7 +647,13 @@ impl<E: Elevator> Harness<E> {
             let class = self.rqs[a].ioprio.class;
             let loose = self.alloc_prio(op, s, 8, class);
             self.rqs[loose].cgroup = self.rqs[a].cgroup;
-            self.merge_requests(a, loose);
+            // Legacy blk_attempt_req_merge asks the scheduler first; a
+            // refused request is inserted instead.
+            if self.legacy_mode() && !self.with_ctx(|s, c| s.allow_rq_merge(c, a, loose)) {
+                self.insert(loose, false);
+            } else {
+                self.merge_requests(a, loose);
+            }
         }
     }
 
@@ -453,7 +677,7 @@ impl<E: Elevator> Harness<E> {
     /// finish and time passes (aging, expiry, idle timers).
     pub fn drain(&mut self) {
         let mut idle_rounds = 0;
-        while !self.inside.is_empty() && idle_rounds < 1000 {
+        while (!self.inside.is_empty() || !self.listed.is_empty()) && idle_rounds < 1000 {
             if self.dispatch().is_some() {
                 idle_rounds = 0;
                 continue;
@@ -463,10 +687,18 @@ impl<E: Elevator> Harness<E> {
             self.advance_ms(100);
         }
         assert!(self.inside.is_empty(), "requests stuck: {:?}", self.inside);
+        assert!(self.listed.is_empty(), "requests stuck: {:?}", self.listed);
         assert!(!self.sched.has_work(0));
         self.finish_all();
         assert_eq!(self.rqs.live(), 0);
         assert_eq!(self.tags_used, 0);
+        if self.legacy_mode() {
+            for cg in 0..4 {
+                for dir in 0..2 {
+                    assert_eq!(self.pools.count(cg, dir), 0, "pool {cg} dir {dir}");
+                }
+            }
+        }
     }
 }
 
