@@ -691,7 +691,7 @@ impl BlockLayer {
     }
 
     /// Take a tag and set the request up (`blk_mq_get_new_requests`).
-    #[inline]
+    #[inline(always)]
     fn alloc_request(&mut self, env: &mut Env, b: &BioSubmit, hctx: usize) -> Option<RqId> {
         let bypass = b.op == Op::Flush || b.flags & flags::PASSTHROUGH != 0;
         let cpu = self.cpu_index(b.cpu);
@@ -988,6 +988,7 @@ impl BlockLayer {
     }
 
     /// `queue_rq`: hand a request that holds a driver tag to the device.
+    #[inline(always)]
     fn issue(&mut self, env: &mut Env, rq: RqId) -> bool {
         let r = &self.rqs[rq];
         let cmd = DeviceCmd {
@@ -1022,7 +1023,7 @@ impl BlockLayer {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn drain_device_out(&mut self, env: &mut Env) {
         for &(at, id) in &self.dev_out.completions {
             env.events.push(at.max(env.now), Event::DeviceComplete(id));
@@ -1259,6 +1260,7 @@ impl BlockLayer {
     /// false when a flush sequence's data step counted them), the scheduler
     /// and the statistics see its end, its bios complete, it is freed.
     #[inline]
+    #[inline(always)]
     pub(super) fn end_request(&mut self, env: &mut Env, rq: RqId, account_bytes: bool) {
         let use_sched = self.rqs[rq].has(flags::USE_SCHED);
         if account_bytes {
@@ -1304,7 +1306,7 @@ impl BlockLayer {
     }
 
     /// Release tags and the request (`blk_mq_free_request`), waking one sleeper.
-    #[inline]
+    #[inline(always)]
     fn free_request(&mut self, env: &mut Env, rq: RqId, use_sched: bool) {
         if use_sched {
             self.with_elv(env, |e, ctx| e.finish_request(ctx, rq));
