@@ -1259,7 +1259,6 @@ impl BlockLayer {
     /// `blk_mq_end_request`: the request's bytes are done (`account_bytes`;
     /// false when a flush sequence's data step counted them), the scheduler
     /// and the statistics see its end, its bios complete, it is freed.
-    #[inline]
     #[inline(always)]
     pub(super) fn end_request(&mut self, env: &mut Env, rq: RqId, account_bytes: bool) {
         let use_sched = self.rqs[rq].has(flags::USE_SCHED);

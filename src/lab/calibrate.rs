@@ -1124,6 +1124,7 @@ mod tests {
             passes: 1,
             queue: q.clone(),
             points: vec![Point::default(); PROBES.len()],
+            unrestored: Vec::new(),
         };
         let nvme = crate::device::nvme::NvmeParams {
             units: 1,
