@@ -3,10 +3,13 @@
 #
 #   bench/bench.sh            # full run (1e8-request memory point takes about a minute)
 #   QUICK=1 bench/bench.sh    # smaller counts, for a smoke test
+#   BASELINE=path/to/old/elevator bench/bench.sh   # also count an older build's instructions
 #
 # Measures simulated requests per wall-clock second for each scheduler and
 # device, fio's null-engine IOPS on this machine for comparison, and peak RSS
-# for a small and a 100x larger run (memory must stay flat).
+# for a small and a 100x larger run (memory must stay flat). Wall-clock figures
+# move with the machine's load; the instruction counts (valgrind's callgrind,
+# when valgrind is installed) do not, so a change's cost is judged on them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
@@ -76,6 +79,7 @@ fi
   echo
   echo "Written by \`bench/bench.sh\` on $(date -u +%Y-%m-%d) ($(nproc) CPUs, $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'))."
   echo "Workload: two jobs of 4 KiB random reads at iodepth 32 (libaio), a fixed number of I/Os."
+  echo "Load average when it started: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine slows the wall-clock figures)."
   echo
   echo "## Simulation speed"
   echo
@@ -168,5 +172,48 @@ JOB
   row="$row | $(python3 -c "print(f'{${got[mq-deadline]}/${got[none]}:.2f}')") |"
   echo "$row" >> "$OUT"
 done
+
+instructions() { # instructions BIN SCHED -> instructions per simulated request (callgrind)
+  job cg "$CG_N"
+  valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$1" run "$TMP/cg.fio" \
+      --scheduler "$2" --device nvme --output-format=json --output "$TMP/cg.json" --no-progress \
+      2> "$TMP/cg.err" >/dev/null
+  local total
+  total=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$TMP/cg.err")
+  python3 -c "print(f'{$total/$CG_N:.0f}')"
+}
+CG_N=200000
+[ "${QUICK:-0}" = 1 ] && CG_N=20000
+if ! command -v valgrind >/dev/null 2>&1; then
+  (apt-get install -y -qq --no-install-recommends valgrind) >/dev/null 2>&1 || true
+fi
+if command -v valgrind >/dev/null 2>&1; then
+  {
+    echo
+    echo "## Instructions per simulated request"
+    echo
+    echo "Counted by valgrind's callgrind for $CG_N requests of the same workload on nvme: unlike"
+    echo "wall time it does not move with the machine's load, so this is the figure to compare"
+    echo "builds by.${BASELINE:+ The baseline is the build at $BASELINE.}"
+    echo
+    if [ -n "${BASELINE:-}" ]; then
+      echo "| scheduler | instructions per request | baseline | change |"
+      echo "|---|---:|---:|---:|"
+    else
+      echo "| scheduler | instructions per request |"
+      echo "|---|---:|"
+    fi
+  } >> "$OUT"
+  for s in none mq-deadline deadline noop; do
+    now=$(instructions "$BIN" "$s")
+    if [ -n "${BASELINE:-}" ]; then
+      base=$(instructions "$BASELINE" "$s")
+      echo "| $s | $now | $base | $(python3 -c "print(f'{($now/$base-1)*100:+.1f}%')") |" >> "$OUT"
+    else
+      echo "| $s | $now |" >> "$OUT"
+    fi
+    echo "$s: $now instructions per request" >&2
+  done
+fi
 echo >> "$OUT"
 echo "wrote $OUT" >&2
