@@ -6,6 +6,7 @@
 //! scheduler name is written anywhere else.
 
 pub mod deadline;
+pub mod kyber;
 pub mod mq_deadline;
 pub mod noop;
 pub mod sort_tree;
@@ -39,6 +40,9 @@ fn new_deadline() -> Box<dyn Elevator> {
 }
 fn new_mq_deadline() -> Box<dyn Elevator> {
     Box::new(mq_deadline::MqDeadline::new())
+}
+fn new_kyber() -> Box<dyn Elevator> {
+    Box::new(kyber::Kyber::new())
 }
 
 /// Every scheduler elevator models or knows, in the order `elevator
@@ -107,10 +111,10 @@ pub static SCHEDULERS: &[ElevatorType] = &[
     ElevatorType {
         name: "kyber",
         alias: None,
-        summary: "blk-mq latency-target scheduler: read/write/discard token domains sized from completion latency (not simulated yet)",
+        summary: "blk-mq latency-target scheduler: read/write/discard/other token domains sized from completion latency",
         mainline: true,
         lab: true,
-        imp: Imp::NotBuilt,
+        imp: Imp::Mq(new_kyber),
         features: Features {
             single_queue: false,
             core_merging: false,
