@@ -115,6 +115,13 @@ pub static SCHEDULERS: &[ElevatorType] = &[
         mainline: true,
         lab: true,
         imp: Imp::Mq(new_kyber),
+        // kyber_init_sched clears QUEUE_FLAG_SQ_SCHED (one instance per
+        // hardware queue's data, no queue-wide lock); it merges bios in its
+        // own kcq lists (bio_merge) and has no request_merge or insert
+        // merge; completed_request feeds its latency histograms
+        // (kyber-iosched.c, v6.17). Its hook costs are a model assumption
+        // (half of mq-deadline's 0.7 us: list operations and atomics, no
+        // sort tree); they run under its own locks (`hook_lock`).
         features: Features {
             single_queue: false,
             core_merging: false,
