@@ -50,6 +50,7 @@ fn p99(rep: &RunReport, job: &str, d: Ddir) -> u64 {
 
 const E2: &str = "kyber-e2-sata-ssd.fio";
 const NVME: &str = "kyber-nvme-seqwrite-qd1-reader.fio";
+const HDD: &str = "kyber-hdd-writers-reader.fio";
 
 /// (none, kyber) reader_20 mean read latency and writers' summed IOPS on E2.
 fn e2_pair(kyber_sets: &[(&str, &str)]) -> ((f64, f64), (f64, f64)) {
@@ -191,4 +192,60 @@ fn schedulers_lists_every_kyber_tunable_with_its_default() {
         assert!(line.contains(&format!("default {default} ")), "{line}");
         assert!(line.contains("unit ns"), "{line}");
     }
+}
+
+#[test]
+fn hdd_reader_gains_from_domain_batches_not_from_throttling() {
+    // On the HDD every domain is over its target (reads at the disk take
+    // milliseconds, writes wait hundreds of them in the queue), so every
+    // rescale is upward and the depths stay at their maxima: what the
+    // reader gains over none comes from kyber serving reads in batches of
+    // 16 against writes' 8. Targets no latency reaches give the same run.
+    let none = run(HDD, "none", "hdd", &[]);
+    let kyber = run(HDD, "kyber", "hdd", &[]);
+    let (_, w_none, _) = group(&none, "writers", Ddir::Write);
+    let (_, w_kyber, _) = group(&kyber, "writers", Ddir::Write);
+    let (_, r_none, _) = group(&none, "reader", Ddir::Read);
+    let (_, r_kyber, _) = group(&kyber, "reader", Ddir::Read);
+    eprintln!(
+        "HDD: writers IOPS none {w_none:.1}, kyber {w_kyber:.1}; reader IOPS none {r_none:.1}, kyber {r_kyber:.1}"
+    );
+    assert!(w_kyber < w_none, "writers {w_kyber:.1} vs {w_none:.1}");
+    assert!(r_kyber > r_none, "reader {r_kyber:.1} vs {r_none:.1}");
+    let loose = run(
+        HDD,
+        "kyber",
+        "hdd",
+        &[
+            ("iosched/read_lat_nsec", "10000000000"),
+            ("iosched/write_lat_nsec", "10000000000"),
+        ],
+    );
+    let (_, w_loose, _) = group(&loose, "writers", Ddir::Write);
+    let (_, r_loose, _) = group(&loose, "reader", Ddir::Read);
+    assert_eq!((w_loose, r_loose), (w_kyber, r_kyber));
+}
+
+#[test]
+fn e2_tight_read_target_shrinks_the_write_domain() {
+    // A 100 us read target (reads' I/O p90 on the SSD is over it: congestion
+    // every window) and a 100 ms write target (writes' p99, ~20 ms with
+    // garbage collection, is then "good"): each congested window scales
+    // the write depth by (p99 bucket + 1) / 4, down from 128. Writers lose
+    // IOPS, reads get faster than under kyber's defaults.
+    let ((_, read_default), (_, w_default)) = e2_pair(&[]);
+    let tight = [
+        ("iosched/read_lat_nsec", "100000"),
+        ("iosched/write_lat_nsec", "100000000"),
+    ];
+    let ((read_none, read_tight), (w_none, w_tight)) = e2_pair(&tight);
+    assert!(
+        w_tight < w_default && w_tight < w_none,
+        "writers {w_tight:.0}"
+    );
+    assert!(
+        read_tight < read_default,
+        "reads {read_tight:.0} vs {read_default:.0}"
+    );
+    assert!(read_tight < read_none);
 }
