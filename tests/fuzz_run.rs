@@ -198,7 +198,7 @@ const SCHEDULERS: &[&str] = &[
     "mq-deadline",
     "deadline",
     "noop",
-    "!kyber",
+    "kyber",
     "!bfq",
     "!junk",
     " mq-deadline\n",
@@ -218,6 +218,11 @@ const SETTINGS: &[(&str, &[&str])] = &[
     ("iosched/read_expire", &["0", "10", "500", "!2147483648"]),
     ("iosched/async_depth", &["1", "64", "0"]),
     ("iosched/writes_starved", &["-1", "2", "100"]),
+    (
+        "iosched/read_lat_nsec",
+        &["0", "1", "2000000", "1000000000", "!0x10"],
+    ),
+    ("iosched/write_lat_nsec", &["0", "10000000", "!-1"]),
     (
         "cpu/submit_ns",
         &["0", "400", "1000000", "!1000001", "!18446744073709550000"],

@@ -7,7 +7,9 @@
 //! that keep one queue-wide structure under one lock (mq-deadline, BFQ and
 //! the legacy single-queue schedulers) also serialise on the lock: a hook
 //! starts only when the lock is free, and taking a lock last held by another
-//! CPU costs a cache-line hand-off. none and kyber work per CPU.
+//! CPU costs a cache-line hand-off. none works per CPU; kyber's hooks take
+//! finer locks ([`HookLock`]: one per hardware queue, one per software
+//! queue), which cost the same way but only where CPUs share them.
 
 use crate::sim::time::Ns;
 use serde::Deserialize;
@@ -235,14 +237,55 @@ fn parse_ns(name: &str, value: &str) -> Result<Ns, String> {
 /// CPUs that used the lock within this window count as contending (model assumption).
 const CONTENTION_WINDOW: Ns = 5_000;
 
-/// The CPUs' clocks and the queue lock.
+/// A lock a scheduler hook runs under, for schedulers without one
+/// queue-wide lock (see `Elevator::hook_lock`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookLock {
+    /// The queue-wide scheduler lock (what `SchedCost::locked` means).
+    Queue,
+    /// A lock of hardware queue N (kyber's `khd->lock`).
+    Hctx(u16),
+    /// A lock of the software queue of CPU N (kyber's `kcq->lock`).
+    Ctx(u16),
+}
+
+impl HookLock {
+    /// Index into the CPU state's locks (the queue lock is 0).
+    fn index(self) -> usize {
+        match self {
+            HookLock::Queue => 0,
+            HookLock::Hctx(h) => 1 + 2 * h as usize,
+            HookLock::Ctx(c) => 2 + 2 * c as usize,
+        }
+    }
+}
+
+/// One lock: when it is free, who held it last, and when each CPU last
+/// released it (who is contending).
+#[derive(Clone, Debug)]
+struct LockState {
+    free: Ns,
+    owner: u16,
+    last: Vec<Ns>,
+}
+
+impl LockState {
+    fn new(nr_cpus: usize) -> LockState {
+        LockState {
+            free: 0,
+            owner: u16::MAX,
+            last: vec![Ns::MAX; nr_cpus],
+        }
+    }
+}
+
+/// The CPUs' clocks and the locks.
 #[derive(Clone, Debug)]
 pub struct CpuState {
     free: Vec<Ns>,
-    lock_free: Ns,
-    lock_owner: u16,
-    /// When each CPU last released the lock (who is contending).
-    last_lock: Vec<Ns>,
+    /// The queue lock first, then the finer locks as they are first used
+    /// (bounded by the number of CPUs and hardware queues).
+    locks: Vec<LockState>,
     /// The CPU that is doing the current piece of work, and how far it got.
     cur: u16,
     cur_t: Ns,
@@ -256,9 +299,7 @@ impl CpuState {
     pub fn new(nr_cpus: usize) -> CpuState {
         CpuState {
             free: vec![0; nr_cpus],
-            lock_free: 0,
-            lock_owner: u16::MAX,
-            last_lock: vec![Ns::MAX; nr_cpus],
+            locks: vec![LockState::new(nr_cpus)],
             cur: 0,
             cur_t: 0,
             cur_begin: 0,
@@ -289,29 +330,53 @@ impl CpuState {
     /// lock recently, the more the lines bounce: +1/4 hand-off per extra one.
     #[inline]
     pub fn locked(&mut self, ns: Ns, handoff: Ns) {
+        self.locked_at(0, ns, handoff);
+    }
+
+    /// Charge `ns` of work under `lock`, as [`CpuState::locked`] does for
+    /// the queue lock.
+    #[inline]
+    pub fn locked_on(&mut self, lock: HookLock, ns: Ns, handoff: Ns) {
+        let i = lock.index();
+        if i >= self.locks.len() {
+            self.add_locks(i);
+        }
+        self.locked_at(i, ns, handoff);
+    }
+
+    #[cold]
+    fn add_locks(&mut self, upto: usize) {
+        let n = self.free.len();
+        self.locks.resize_with(upto + 1, || LockState::new(n));
+    }
+
+    #[inline]
+    fn locked_at(&mut self, i: usize, ns: Ns, handoff: Ns) {
         let cur = self.cur;
-        let start = self.cur_t.max(self.lock_free);
-        let extra = if self.lock_owner == cur || self.lock_owner == u16::MAX {
+        let l = &self.locks[i];
+        let start = self.cur_t.max(l.free);
+        let extra = if l.owner == cur || l.owner == u16::MAX {
             0
-        } else if self.last_lock.len() <= 2 {
+        } else if l.last.len() <= 2 {
             // At most one other CPU: a plain hand-off.
             handoff
         } else {
-            self.contended_handoff(start, handoff)
+            self.contended_handoff(i, start, handoff)
         };
         let end = start.saturating_add(extra).saturating_add(ns);
         self.cur_t = end;
-        self.lock_free = end;
-        self.lock_owner = cur;
-        if let Some(t) = self.last_lock.get_mut(cur as usize) {
+        let l = &mut self.locks[i];
+        l.free = end;
+        l.owner = cur;
+        if let Some(t) = l.last.get_mut(cur as usize) {
             *t = end;
         }
     }
 
     #[cold]
-    fn contended_handoff(&self, start: Ns, handoff: Ns) -> Ns {
-        let others = self
-            .last_lock
+    fn contended_handoff(&self, i: usize, start: Ns, handoff: Ns) -> Ns {
+        let others = self.locks[i]
+            .last
             .iter()
             .enumerate()
             .filter(|&(c, &t)| {
@@ -319,6 +384,10 @@ impl CpuState {
             })
             .count() as Ns;
         handoff + handoff * others.saturating_sub(1) / 4
+    }
+    /// The CPU doing the current piece of work.
+    pub fn current(&self) -> u16 {
+        self.cur
     }
     /// The current CPU's time so far.
     pub fn now(&self) -> Ns {
@@ -352,6 +421,29 @@ mod tests {
         s.begin(1, 250);
         s.locked(100, 50);
         assert_eq!(s.end(), 350);
+    }
+
+    #[test]
+    fn finer_locks_serialise_only_their_users() {
+        let mut s = CpuState::new(2);
+        s.begin(0, 0);
+        s.locked_on(HookLock::Ctx(0), 100, 50);
+        assert_eq!(s.end(), 100);
+        // CPU 1 on its own software queue's lock: no wait, no hand-off.
+        s.begin(1, 10);
+        s.locked_on(HookLock::Ctx(1), 100, 50);
+        assert_eq!(s.end(), 110);
+        // CPU 1 on CPU 0's lock (a dispatch flushing it): waits, hands off.
+        s.begin(1, 110);
+        s.locked_on(HookLock::Ctx(0), 0, 50);
+        assert_eq!(s.end(), 160);
+        // The queue lock is separate from both.
+        s.begin(0, 160);
+        s.locked_on(HookLock::Queue, 10, 50);
+        assert_eq!(s.end(), 170);
+        s.begin(0, 170);
+        s.locked_on(HookLock::Ctx(0), 0, 50);
+        assert_eq!(s.end(), 220, "CPU 1 held it last");
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! The registry of schedulers (the table of [`ElevatorType`]s) lives in
 //! `crate::sched`; the block layer only sees this interface.
 
-use super::cpu::SchedCost;
+use super::cpu::{HookLock, SchedCost};
 use super::legacy::DispatchList;
 use super::request::{Op, RequestArena, RqId};
 use super::sysfs;
@@ -145,7 +145,11 @@ pub struct CoreSide {
     /// Timers armed during the hook: (fire time, token).
     pub timers: Vec<(Ns, u64)>,
     pub runs: RunRequests,
-    /// Something was asked for (a timer or a queue run).
+    /// Locks taken during the hook besides the hook's own (kyber's dispatch
+    /// splicing software queues under their locks); the core charges a
+    /// hand-off for each that another CPU held last.
+    pub lock_hops: Vec<HookLock>,
+    /// Something was asked for (a timer, a queue run or a lock hop).
     pub asked: bool,
     /// The legacy core's dispatch list (`q->queue_head`).
     pub dispatch: DispatchList,
@@ -157,6 +161,7 @@ impl CoreSide {
         self.timers.clear();
         self.runs.all = false;
         self.runs.hctxs.clear();
+        self.lock_hops.clear();
         self.asked = false;
     }
 }
@@ -214,6 +219,13 @@ impl<'a> SchedCtx<'a> {
         self.core.asked = true;
     }
 
+    /// The hook takes `lock` briefly besides its own (for the CPU cost
+    /// model: a hand-off when another CPU held it last).
+    pub fn lock_hop(&mut self, lock: HookLock) {
+        self.core.lock_hops.push(lock);
+        self.core.asked = true;
+    }
+
     /// Legacy `elv_dispatch_add_tail`: append `rq` to the core's dispatch list.
     pub fn dispatch_add_tail(&mut self, rq: RqId) {
         self.core.dispatch.add_tail(self.rqs, rq);
@@ -224,6 +236,15 @@ impl<'a> SchedCtx<'a> {
     pub fn dispatch_sort(&mut self, rq: RqId) {
         self.core.dispatch.sort_in(self.rqs, rq);
     }
+}
+
+/// The blk-mq hooks the CPU cost model charges (`SchedCost`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    Insert,
+    Dispatch,
+    Complete,
+    Merge,
 }
 
 /// A tunable as `iosched/NAME` shows it.
@@ -365,6 +386,16 @@ pub trait Elevator {
 
     /// A timer armed with `SchedCtx::arm_timer` fired.
     fn timer(&mut self, _ctx: &mut SchedCtx, _token: u64) {}
+
+    // ----- CPU cost model ----------------------------------------------------
+
+    /// For schedulers without one queue-wide lock (`SchedCost::locked`
+    /// false): the lock `hook` runs under when CPU `cpu` runs it for
+    /// hardware queue `hctx` (the request's software queue is `cpu`'s for
+    /// inserts), or None when it takes no lock (per-CPU data, atomics).
+    fn hook_lock(&self, _hook: Hook, _cpu: u16, _hctx: u16) -> Option<HookLock> {
+        None
+    }
 }
 
 /// How the core drives a scheduler, and what it is made of.
@@ -479,6 +510,8 @@ pub enum AttrParse {
     Kstrtoint,
     /// `kstrtoull(page, 0)`: unsigned 64-bit.
     Kstrtoull,
+    /// `kstrtoull(page, 10)`: unsigned 64-bit, decimal only (kyber).
+    Kstrtoull10,
     /// Legacy (≤ 4.x) `simple_strtol(page, &p, 10)` into an int: stops at the
     /// first non-digit.
     SimpleStrtolInt,
@@ -597,6 +630,7 @@ pub fn store_attr<S>(
     let v: i128 = match a.parse {
         AttrParse::Kstrtoint => sysfs::kstrtoint(value)? as i128,
         AttrParse::Kstrtoull => sysfs::kstrtoull(value)? as i128,
+        AttrParse::Kstrtoull10 => sysfs::kstrtoull_base10(value)? as i128,
         AttrParse::SimpleStrtolInt => sysfs::simple_strtol_int(value)? as i128,
     };
     let v = match a.range {

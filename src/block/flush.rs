@@ -38,6 +38,7 @@
 //! The machine runs on events (insert, data completion, flush completion);
 //! there is no timer: C3 is checked at those events, as in the kernel.
 
+use super::elevator::Hook;
 use super::request::{flags, Op, Request, RqId};
 use super::{BioDone, BioSubmit, BlockLayer, Env};
 use crate::sim::time::{jiffies, HZ};
@@ -286,7 +287,8 @@ impl BlockLayer {
         // blk_update_request: the bytes are done, the bio is not ended.
         self.stats.io_completion(&self.rqs[rq]);
         if use_sched {
-            self.sched_work(self.sched_cost.complete_ns);
+            let (cpu, hctx) = (self.rqs[rq].cpu, self.rqs[rq].hctx);
+            self.sched_hook(self.sched_cost.complete_ns, Hook::Complete, cpu, hctx);
             if self.elv_props.completed_hook {
                 self.with_elv(env, |e, ctx| e.completed_request(ctx, rq));
             }

@@ -2,7 +2,7 @@
 //! (`last_merge` hint, end-sector hash, scheduler front-merge lookup), request
 //! to request merges after a bio merge, and the insert merge.
 
-use super::elevator::{BioInfo, MergeKind};
+use super::elevator::{BioInfo, Hook, MergeKind};
 use super::request::{flags, Request, RqId, NIL};
 use super::{BioSubmit, BlockLayer, Env, Plug, CTX_MERGE_SCAN};
 use crate::block::request::Op;
@@ -184,6 +184,13 @@ impl BlockLayer {
             Some(true) => self.elv_merge(env, b, hctx),
             // 2c. Elevators with their own lists (kyber).
             Some(false) => {
+                // kyber_bio_merge: under the current CPU's kcq lock.
+                self.sched_hook(
+                    self.sched_cost.merge_ns,
+                    Hook::Merge,
+                    cpu as u16,
+                    hctx as u16,
+                );
                 let info = bio_info(b, hctx as u16);
                 let cand = self.with_elv(env, |e, ctx| e.own_merge_candidate(ctx, &info));
                 match cand {

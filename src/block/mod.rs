@@ -30,7 +30,7 @@ use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::time::{self, Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
 use driver::{Device, DeviceCmd, DeviceOut, Submit};
-use elevator::{CoreSide, Elevator, ElevatorType, Features, QueueInfo, SchedCtx, Tunable};
+use elevator::{CoreSide, Elevator, ElevatorType, Features, Hook, QueueInfo, SchedCtx, Tunable};
 use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
 use request::{flags, Op, Request, RequestArena, RqId, NIL};
 use rq_qos::{RqQos, TaskStage, Throttle};
@@ -544,6 +544,22 @@ impl BlockLayer {
         }
     }
 
+    /// A blk-mq hook's work: under the queue lock for single-lock
+    /// schedulers, else under the lock the scheduler names for it (kyber's
+    /// per-queue locks), else plain CPU time. `cpu` is the software queue
+    /// the hook works on, `hctx` its hardware queue.
+    #[inline]
+    fn sched_hook(&mut self, ns: Ns, hook: Hook, cpu: u16, hctx: u16) {
+        if self.sched_cost.locked {
+            self.cpu.locked(ns, self.costs.lock_handoff_ns);
+            return;
+        }
+        match self.elv.as_ref().and_then(|e| e.hook_lock(hook, cpu, hctx)) {
+            Some(l) => self.cpu.locked_on(l, ns, self.costs.lock_handoff_ns),
+            None => self.cpu.charge(ns),
+        }
+    }
+
     // ----- submission -------------------------------------------------------
 
     /// `submit_bio`. With a plug, new requests collect in it until `finish_plug`.
@@ -792,6 +808,10 @@ impl BlockLayer {
         for &(at, tok) in &self.core.timers {
             env.events.push(at, Event::Timer(owner, tok));
         }
+        for i in 0..self.core.lock_hops.len() {
+            let l = self.core.lock_hops[i];
+            self.cpu.locked_on(l, 0, self.costs.lock_handoff_ns);
+        }
         let all = self.core.runs.all;
         let one = std::mem::take(&mut self.core.runs.hctxs);
         if all {
@@ -869,7 +889,8 @@ impl BlockLayer {
             return;
         }
         self.rqs[rq].insert_ns = env.now;
-        self.sched_work(self.sched_cost.insert_ns);
+        let (cpu, hctx) = (self.rqs[rq].cpu, self.rqs[rq].hctx);
+        self.sched_hook(self.sched_cost.insert_ns, Hook::Insert, cpu, hctx);
         self.with_elv(env, |e, ctx| e.insert(ctx, rq, at_head));
         self.rqs[rq].flags |= flags::IN_ELV | flags::ELV_INSERTED;
         // Only sort-tree requests are hashed; at-head (requeue) inserts are not.
@@ -1116,7 +1137,13 @@ impl BlockLayer {
                 all_sent = false;
                 break;
             }
-            self.sched_work(self.sched_cost.dispatch_ns);
+            let cpu = self.cpu.current();
+            self.sched_hook(
+                self.sched_cost.dispatch_ns,
+                Hook::Dispatch,
+                cpu,
+                hctx as u16,
+            );
             let rq = self.with_elv(env, |e, ctx| e.dispatch(ctx, hctx as u16));
             let Some(rq) = rq else {
                 // NULL dispatch while has_work: re-run after 3 ms (mq-deadline
@@ -1266,7 +1293,8 @@ impl BlockLayer {
             self.stats.io_completion(&self.rqs[rq]);
         }
         if use_sched {
-            self.sched_work(self.sched_cost.complete_ns);
+            let (cpu, hctx) = (self.rqs[rq].cpu, self.rqs[rq].hctx);
+            self.sched_hook(self.sched_cost.complete_ns, Hook::Complete, cpu, hctx);
             // Legacy: only requests that went through add_req (RQF_SORTED,
             // elv_completed_request).
             let hook = self.elv_props.completed_hook

@@ -351,6 +351,23 @@ impl RqList {
         self.remove(rqs, h);
         Some(h)
     }
+    /// Move every request of `other` to the end of this list, in order,
+    /// leaving `other` empty (`list_splice_tail_init`, O(1)).
+    pub fn append(&mut self, rqs: &mut RequestArena, other: &mut RqList) {
+        if other.is_empty() {
+            return;
+        }
+        if self.tail != NIL {
+            rqs[self.tail].next = other.head;
+            rqs[other.head].prev = self.tail;
+        } else {
+            self.head = other.head;
+        }
+        self.tail = other.tail;
+        self.len += other.len;
+        *other = RqList::new();
+    }
+
     /// Iterate front to back (the list must not change meanwhile).
     pub fn iter<'a>(&self, rqs: &'a RequestArena) -> RqListIter<'a> {
         RqListIter {
@@ -397,6 +414,34 @@ mod tests {
         assert_eq!(l.pop_front(&mut a), Some(ids[2]));
         l.insert_after(&mut a, ids[4], ids[2]);
         assert_eq!(l.back(), Some(ids[2]));
+    }
+
+    #[test]
+    fn append_splices_in_order() {
+        let mut a = RequestArena::new();
+        let ids: Vec<RqId> = (0..5).map(|_| a.alloc()).collect();
+        let (mut l, mut m) = (RqList::new(), RqList::new());
+        l.append(&mut a, &mut m);
+        assert!(l.is_empty());
+        for &i in &ids[..2] {
+            l.push_back(&mut a, i);
+        }
+        for &i in &ids[2..] {
+            m.push_back(&mut a, i);
+        }
+        l.append(&mut a, &mut m);
+        assert!(m.is_empty() && m.front().is_none());
+        assert_eq!(l.iter(&a).collect::<Vec<_>>(), ids);
+        assert_eq!(l.len, 5);
+        l.remove(&mut a, ids[2]);
+        assert_eq!(l.pop_front(&mut a), Some(ids[0]));
+        let mut empty = RqList::new();
+        empty.append(&mut a, &mut l);
+        assert_eq!(
+            empty.iter(&a).collect::<Vec<_>>(),
+            vec![ids[1], ids[3], ids[4]]
+        );
+        assert_eq!(empty.back(), Some(ids[4]));
     }
 
     #[test]

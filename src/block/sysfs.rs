@@ -70,6 +70,26 @@ pub fn kstrtoull(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
+/// `kstrtoull(s, 10)` (lib/kstrtox.c): one optional leading '+', decimal
+/// digits only (no 0x or octal prefix: "010" is ten), one trailing newline;
+/// overflow is -ERANGE.
+pub fn kstrtoull_base10(s: &str) -> Result<u64, String> {
+    let rest = s.strip_prefix('+').unwrap_or(s).as_bytes();
+    let (v, overflow, n) = parse_digits(rest, 10);
+    if overflow {
+        return Err(out_of_range(s, "u64"));
+    }
+    if n == 0 {
+        return Err(invalid(s));
+    }
+    let tail = &rest[n..];
+    let tail = tail.strip_prefix(b"\n").unwrap_or(tail);
+    if !tail.is_empty() {
+        return Err(invalid(s));
+    }
+    Ok(v)
+}
+
 /// `kstrtoll(s, 0)`: an optional sign ('+' or '-') before `kstrtoull`.
 pub fn kstrtoll(s: &str) -> Result<i64, String> {
     let relabel = |e: String, rest: &str| e.replace(rest.trim_end(), s.trim_end());
@@ -149,6 +169,17 @@ mod tests {
         assert_eq!(kstrtoull("18446744073709551615"), Ok(u64::MAX));
         assert!(kstrtoull("18446744073709551616").is_err());
         assert!(kstrtoull("-1").is_err());
+        // Base 10 (kyber's latency targets): no prefixes, '+' allowed.
+        assert_eq!(kstrtoull_base10("010\n"), Ok(10));
+        assert_eq!(kstrtoull_base10("+7"), Ok(7));
+        assert!(kstrtoull_base10("0x10").is_err());
+        assert!(kstrtoull_base10("+").is_err());
+        assert!(kstrtoull_base10("-1").is_err());
+        assert!(kstrtoull_base10("1 ").is_err());
+        assert_eq!(kstrtoull_base10("18446744073709551615"), Ok(u64::MAX));
+        assert!(kstrtoull_base10("18446744073709551616")
+            .unwrap_err()
+            .contains("out of range"));
         assert_eq!(kstrtoll("-9223372036854775808"), Ok(i64::MIN));
         assert!(kstrtoll("9223372036854775808").is_err());
         assert_eq!(simple_strtol_int("12abc"), Ok(12));

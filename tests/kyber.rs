@@ -1,0 +1,251 @@
+//! kyber scenario tests: job files under tests/jobs/kyber-*.fio through the
+//! library API, each compared with none on the same device and seed.
+
+use elevator::job::Ddir;
+use elevator::report::RunReport;
+use elevator::run::{JobSource, RunSpec};
+use elevator::stats::LatKind;
+
+fn job(name: &str) -> String {
+    let path = format!("{}/tests/jobs/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn run(name: &str, sched: &str, device: &str, sets: &[(&str, &str)]) -> RunReport {
+    let mut spec = RunSpec::new(JobSource::text(name, &job(name)))
+        .scheduler(sched)
+        .device(device);
+    for (k, v) in sets {
+        spec = spec.set(k, v);
+    }
+    elevator::run::run(&spec).expect("simulation runs")
+}
+
+/// Jobs whose name is `job`: (I/Os, IOPS summed over jobs, mean latency ns).
+fn group(rep: &RunReport, job: &str, d: Ddir) -> (u64, f64, f64) {
+    let (mut ios, mut iops, mut lat) = (0u64, 0.0, 0.0);
+    for j in rep.jobs.iter().filter(|j| j.spec.name == job) {
+        let n = j.stats.total_ios(d);
+        ios += n;
+        iops += n as f64 / (j.stats.runtime_ns() as f64 / 1e9);
+        lat += j.stats.lat_mean_ns(d) * n as f64;
+    }
+    (ios, iops, if ios > 0 { lat / ios as f64 } else { 0.0 })
+}
+
+/// p99 completion latency (ns) of the first job named `job`.
+fn p99(rep: &RunReport, job: &str, d: Ddir) -> u64 {
+    let j = rep
+        .jobs
+        .iter()
+        .find(|j| j.spec.name == job)
+        .expect("job present");
+    j.stats
+        .percentiles(LatKind::Clat, d)
+        .into_iter()
+        .find(|&(p, _)| (p - 99.0).abs() < 1e-9)
+        .map(|(_, v)| v)
+        .expect("p99 listed")
+}
+
+const E2: &str = "kyber-e2-sata-ssd.fio";
+const NVME: &str = "kyber-nvme-seqwrite-qd1-reader.fio";
+const HDD: &str = "kyber-hdd-writers-reader.fio";
+
+/// (none, kyber) reader_20 mean read latency and writers' summed IOPS on E2.
+fn e2_pair(kyber_sets: &[(&str, &str)]) -> ((f64, f64), (f64, f64)) {
+    let none = run(E2, "none", "sata-ssd", &[]);
+    let kyber = run(E2, "kyber", "sata-ssd", kyber_sets);
+    let (n, _, read_none) = group(&none, "reader_20", Ddir::Read);
+    let (m, _, read_kyber) = group(&kyber, "reader_20", Ddir::Read);
+    assert!(n > 1000 && m > 1000, "reads: none {n}, kyber {m}");
+    let (_, w_none, _) = group(&none, "writers", Ddir::Write);
+    let (_, w_kyber, _) = group(&kyber, "writers", Ddir::Write);
+    eprintln!(
+        "E2 {kyber_sets:?}: reader_20 mean read latency none {:.0} us, kyber {:.0} us \
+         ({:.2}x lower); writers IOPS none {w_none:.0}, kyber {w_kyber:.0}",
+        read_none / 1e3,
+        read_kyber / 1e3,
+        read_none / read_kyber
+    );
+    ((read_none, read_kyber), (w_none, w_kyber))
+}
+
+#[test]
+fn e2_writers_lose_iops_and_readers_gain_under_kyber() {
+    let ((read_none, read_kyber), (w_none, w_kyber)) = e2_pair(&[]);
+    assert!(
+        w_kyber < w_none,
+        "writers: kyber {w_kyber:.0} vs none {w_none:.0}"
+    );
+    // Reads wait in their own domain list and are served within a write
+    // batch (8) instead of behind every queued write.
+    assert!(
+        read_kyber < read_none,
+        "reads: kyber {read_kyber:.0} vs none {read_none:.0}"
+    );
+}
+
+#[test]
+#[ignore = "issue 10's threshold, not met by the v6.17 algorithm on this device model: \
+            measured 1.53x (none 1093 us, kyber 715 us); no domain's I/O p90 exceeds its \
+            target, so kyber never throttles (see the kyber report)"]
+fn e2_reader_latency_3x_lower_than_none() {
+    let ((read_none, read_kyber), _) = e2_pair(&[]);
+    assert!(
+        read_none >= 3.0 * read_kyber,
+        "{read_none:.0} vs {read_kyber:.0}"
+    );
+}
+
+#[test]
+#[ignore = "issue 10's threshold, not met: with 1 s targets kyber measures 34.6 % below none, \
+            the same as with its default targets — the difference is the domain batching \
+            of dispatch, which no target changes (see the kyber report)"]
+fn e2_with_one_second_targets_behaves_like_none() {
+    let sets = [
+        ("iosched/read_lat_nsec", "1000000000"),
+        ("iosched/write_lat_nsec", "1000000000"),
+    ];
+    let ((read_none, read_kyber), _) = e2_pair(&sets);
+    let diff = (read_kyber - read_none).abs() / read_none;
+    assert!(
+        diff <= 0.30,
+        "kyber with 1 s targets {diff:.2} away from none"
+    );
+}
+
+#[test]
+fn e2_targets_change_nothing_when_kyber_never_throttles() {
+    // No domain is congested on E2 in the model, so the targets (default,
+    // or 1 s) give the same dispatch decisions: every job's I/Os and mean
+    // latencies are the same.
+    let a = run(E2, "kyber", "sata-ssd", &[]);
+    let b = run(
+        E2,
+        "kyber",
+        "sata-ssd",
+        &[
+            ("iosched/read_lat_nsec", "1000000000"),
+            ("iosched/write_lat_nsec", "1000000000"),
+        ],
+    );
+    let sig = |r: &RunReport| -> Vec<(u64, u64, u64, u64)> {
+        r.jobs
+            .iter()
+            .map(|j| {
+                (
+                    j.stats.total_ios(Ddir::Read),
+                    j.stats.total_ios(Ddir::Write),
+                    j.stats.lat_mean_ns(Ddir::Read) as u64,
+                    j.stats.lat_mean_ns(Ddir::Write) as u64,
+                )
+            })
+            .collect()
+    };
+    assert_eq!(sig(&a), sig(&b));
+}
+
+#[test]
+#[ignore = "issue 10's threshold, not met: the nvme model serves reads beside queued \
+            writes (none's reader p99 is 169 us), so there is no tail for kyber to cut and \
+            its I/O p90 never reaches the 2 ms target (measured p99 169 us under both)"]
+fn nvme_qd1_reader_tail_under_sequential_write_interference() {
+    let none = run(NVME, "none", "nvme", &[]);
+    let kyber = run(NVME, "kyber", "nvme", &[]);
+    let (p_none, p_kyber) = (
+        p99(&none, "reader", Ddir::Read),
+        p99(&kyber, "reader", Ddir::Read),
+    );
+    eprintln!(
+        "NVMe QD1 reader p99: none {} us, kyber {} us",
+        p_none / 1000,
+        p_kyber / 1000
+    );
+    assert!(
+        p_kyber * 10 <= p_none,
+        "p99 none {p_none} vs kyber {p_kyber}"
+    );
+}
+
+#[test]
+fn schedulers_lists_every_kyber_tunable_with_its_default() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .arg("schedulers")
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let kyber: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("kyber "))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(kyber[0].contains("simulated"), "{kyber:?}");
+    let t = elevator::sched::find("kyber").unwrap().tunables();
+    assert_eq!(t.len(), 2);
+    for (name, default) in [("read_lat_nsec", "2000000"), ("write_lat_nsec", "10000000")] {
+        let line = kyber
+            .iter()
+            .find(|l| l.contains(&format!("iosched/{name} ")))
+            .unwrap_or_else(|| panic!("{name} missing: {kyber:?}"));
+        assert!(line.contains(&format!("default {default} ")), "{line}");
+        assert!(line.contains("unit ns"), "{line}");
+    }
+}
+
+#[test]
+fn hdd_reader_gains_from_domain_batches_not_from_throttling() {
+    // On the HDD every domain is over its target (reads at the disk take
+    // milliseconds, writes wait hundreds of them in the queue), so every
+    // rescale is upward and the depths stay at their maxima: what the
+    // reader gains over none comes from kyber serving reads in batches of
+    // 16 against writes' 8. Targets no latency reaches give the same run.
+    let none = run(HDD, "none", "hdd", &[]);
+    let kyber = run(HDD, "kyber", "hdd", &[]);
+    let (_, w_none, _) = group(&none, "writers", Ddir::Write);
+    let (_, w_kyber, _) = group(&kyber, "writers", Ddir::Write);
+    let (_, r_none, _) = group(&none, "reader", Ddir::Read);
+    let (_, r_kyber, _) = group(&kyber, "reader", Ddir::Read);
+    eprintln!(
+        "HDD: writers IOPS none {w_none:.1}, kyber {w_kyber:.1}; reader IOPS none {r_none:.1}, kyber {r_kyber:.1}"
+    );
+    assert!(w_kyber < w_none, "writers {w_kyber:.1} vs {w_none:.1}");
+    assert!(r_kyber > r_none, "reader {r_kyber:.1} vs {r_none:.1}");
+    let loose = run(
+        HDD,
+        "kyber",
+        "hdd",
+        &[
+            ("iosched/read_lat_nsec", "10000000000"),
+            ("iosched/write_lat_nsec", "10000000000"),
+        ],
+    );
+    let (_, w_loose, _) = group(&loose, "writers", Ddir::Write);
+    let (_, r_loose, _) = group(&loose, "reader", Ddir::Read);
+    assert_eq!((w_loose, r_loose), (w_kyber, r_kyber));
+}
+
+#[test]
+fn e2_tight_read_target_shrinks_the_write_domain() {
+    // A 100 us read target (reads' I/O p90 on the SSD is over it: congestion
+    // every window) and a 100 ms write target (writes' p99, ~20 ms with
+    // garbage collection, is then "good"): each congested window scales
+    // the write depth by (p99 bucket + 1) / 4, down from 128. Writers lose
+    // IOPS, reads get faster than under kyber's defaults.
+    let ((_, read_default), (_, w_default)) = e2_pair(&[]);
+    let tight = [
+        ("iosched/read_lat_nsec", "100000"),
+        ("iosched/write_lat_nsec", "100000000"),
+    ];
+    let ((read_none, read_tight), (w_none, w_tight)) = e2_pair(&tight);
+    assert!(
+        w_tight < w_default && w_tight < w_none,
+        "writers {w_tight:.0}"
+    );
+    assert!(
+        read_tight < read_default,
+        "reads {read_tight:.0} vs {read_default:.0}"
+    );
+    assert!(read_tight < read_none);
+}
