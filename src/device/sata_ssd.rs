@@ -561,7 +561,11 @@ mod tests {
         type Heap = BinaryHeap<Reverse<(Ns, RqId)>>;
         let mut issue = |d: &mut SataSsd, now: Ns, id: RqId, ops: &mut [Op], heap: &mut Heap| {
             k += 1;
-            let op = if k % every == 0 { Op::Read } else { Op::Write };
+            let op = if k.is_multiple_of(every) {
+                Op::Read
+            } else {
+                Op::Write
+            };
             ops[id as usize] = op;
             let c = DeviceCmd {
                 id,
