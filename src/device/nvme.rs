@@ -499,6 +499,70 @@ mod tests {
         (n as f64 * 1e9 / now as f64, lat_sum as f64 / n as f64)
     }
 
+    /// Closed loop at depth 32 on `profile`, one read in eight: mean read
+    /// and write latency, ns.
+    fn mixed(profile: &Profile) -> (f64, f64) {
+        let mut d = Nvme::new(profile, 1).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let cap = profile.queue.capacity / 512 / 8;
+        let mut out = DeviceOut::default();
+        let mut heap = std::collections::BinaryHeap::new();
+        let (mut ops, mut start, mut k) = (vec![Op::Write; 32], vec![0u64; 32], 0u64);
+        let (mut sums, mut counts) = ([0u64; 2], [0u64; 2]);
+        for round in 0..200_032u64 {
+            let (now, id) = if round < 32 {
+                (0, round as u32)
+            } else {
+                let std::cmp::Reverse((t, id)) = heap.pop().unwrap();
+                let i = (ops[id as usize] == Op::Write) as usize;
+                sums[i] += t - start[id as usize];
+                counts[i] += 1;
+                (t, id)
+            };
+            k += 1;
+            let op = if k.is_multiple_of(8) {
+                Op::Read
+            } else {
+                Op::Write
+            };
+            ops[id as usize] = op;
+            start[id as usize] = now;
+            let cmd = DeviceCmd {
+                id,
+                op,
+                sector: rng.gen_range(0..cap) * 8,
+                nr_sectors: 8,
+                hwq: 0,
+                fua: false,
+            };
+            d.submit(now, &cmd, &mut out);
+            for (t, id) in out.completions.drain(..) {
+                heap.push(std::cmp::Reverse((t, id)));
+            }
+        }
+        (
+            sums[0] as f64 / counts[0] as f64,
+            sums[1] as f64 / counts[1] as f64,
+        )
+    }
+
+    #[test]
+    fn reads_wait_behind_programs_when_the_profile_says_so() {
+        let plain = load_profile("nvme").unwrap();
+        let (r0, w0) = mixed(&plain);
+        // The nvme profile has no program interference: a read takes its
+        // array read and transfer, plus some queueing on the controller.
+        assert!(r0 < 150_000.0, "nvme: read {r0} write {w0}");
+        let steady = load_profile("micron-9100").unwrap();
+        let (r1, w1) = mixed(&steady);
+        let np = steady.nvme.as_ref().unwrap();
+        // With every die programming most of the time a read waits a good
+        // part of a program, and longer than the writes.
+        assert!(r1 > w1, "micron-9100: read {r1} write {w1}");
+        assert!(r1 > 0.3 * np.program_ns as f64, "micron-9100: read {r1}");
+        assert!(r1 < 3.0 * np.program_ns as f64, "micron-9100: read {r1}");
+    }
+
     fn isolated_service(seed: u64, op: Op, n: u64) -> Vec<Ns> {
         let p = load_profile("nvme").unwrap();
         let mut d = Nvme::new(&p, seed).unwrap();
