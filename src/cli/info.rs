@@ -177,7 +177,7 @@ pub fn devices(argv: &[String]) -> Result<(), CliError> {
     for p in builtin_profiles() {
         let q = &p.queue;
         s.push_str(&format!(
-            "{:<10} {:<9} {:>8.1} GB  hwq={:<4} qd={:<5} rot={}  {}\n",
+            "{:<12} {:<9} {:>8.1} GB  hwq={:<4} qd={:<5} rot={}  {}\n",
             p.name,
             p.model,
             q.capacity as f64 / 1e9,
