@@ -29,6 +29,7 @@ pub mod cgroup;
 pub mod cli;
 pub mod device;
 pub mod job;
+pub mod kernel;
 pub mod lab;
 pub mod machine;
 pub mod report;

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u32)] = &[
     ("sim", 0),
     ("machine", 0),
+    ("kernel", 0),
     ("cgroup", 0),
     ("job", 1),
     ("workload", 2),

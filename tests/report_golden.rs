@@ -95,6 +95,7 @@ fn meta() -> ElevatorMeta {
         warnings: Vec::new(),
         switch_log: vec![],
         disk_stats: None,
+        kernel: None,
     }
 }
 

@@ -25,13 +25,14 @@ pub mod sysfs;
 pub(crate) mod testkit;
 
 use crate::cgroup::{CgroupTree, IoPrio};
+use crate::kernel::{DispatchLoop, Era};
 use crate::machine::Machine;
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::time::{self, Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
 use driver::{Device, DeviceCmd, DeviceOut, Submit};
 use elevator::{CoreSide, Elevator, ElevatorType, Features, Hook, QueueInfo, SchedCtx, Tunable};
-use knobs::{QueueKnobs, BLKDEV_DEFAULT_RQ, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
+use knobs::{QueueKnobs, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
 use request::{flags, Op, Request, RequestArena, RqId, NIL};
 use rq_qos::{RqQos, TaskStage, Throttle};
 use stat::DiskStats;
@@ -264,8 +265,11 @@ pub struct BlockLayer {
     machine: Machine,
     /// Device submissions are handed over in non-decreasing time.
     dev_clock: Ns,
-    /// The device limits budget (SCSI): read once, used on every dispatch.
+    /// The device limits budget (SCSI): read once, used on every dispatch;
+    /// false before the kernel had budgets (crate::kernel, 4.15).
     dev_budget: bool,
+    /// The kernel era whose dispatch loop and defaults the queue follows.
+    era: Era,
 }
 
 /// What the core needs to know about the attached elevator on every request.
@@ -311,11 +315,22 @@ pub struct QueueSetup {
 }
 
 impl BlockLayer {
-    /// Build the queue for `device` with the scheduler `scheduler`.
+    /// Build the queue for `device` with the scheduler `scheduler`, as the
+    /// newest kernel does.
     pub fn new(
         device: Box<dyn Device>,
         scheduler: &'static ElevatorType,
         setup: QueueSetup,
+    ) -> Result<BlockLayer, String> {
+        BlockLayer::new_in(device, scheduler, setup, Era::newest())
+    }
+
+    /// Build the queue as kernel `era` does (crate::kernel).
+    pub fn new_in(
+        device: Box<dyn Device>,
+        scheduler: &'static ElevatorType,
+        setup: QueueSetup,
+        era: Era,
     ) -> Result<BlockLayer, String> {
         let QueueSetup {
             knobs,
@@ -372,7 +387,8 @@ impl BlockLayer {
             costs,
             machine,
             dev_clock: 0,
-            dev_budget: limits.budget,
+            dev_budget: limits.budget && era.scsi_budget,
+            era,
         };
         let max_hw = limits.max_hw_sectors_kb;
         let max_kb = match bl.knobs.max_sectors_kb {
@@ -414,11 +430,11 @@ impl BlockLayer {
         let (rotational, nomerges, max_sectors) =
             (self.q.rotational, self.q.nomerges, self.q.max_sectors);
         // Default nr_requests: the queue depth without a scheduler, 2 × min(QD, 128)
-        // with one (blk-mq-sched.c); legacy: 128 per class.
+        // with one (blk-mq-sched.c; 256 before 4.14, crate::kernel); legacy: 128 per class.
         let default_nr = match &elv {
             None => limits.queue_depth,
             Some(_) if t.is_legacy() => LEGACY_NR_REQUESTS,
-            Some(_) => 2 * limits.queue_depth.min(BLKDEV_DEFAULT_RQ),
+            Some(_) => self.era.sched_nr_requests(limits.queue_depth),
         };
         let nr_requests = match user_nr {
             None => default_nr,
@@ -1089,6 +1105,10 @@ impl BlockLayer {
             self.legacy_run_queue(env);
             return;
         }
+        if self.era.dispatch == DispatchLoop::PullWhenStuck && self.elv.is_some() {
+            self.run_hw_queue_pull_when_stuck(env, hctx);
+            return;
+        }
         // 1. hctx->dispatch first; while it holds requests the elevator is not asked.
         let had_list = !self.hctxs[hctx].dispatch.is_empty();
         if had_list && !self.dispatch_list(env, hctx) {
@@ -1104,6 +1124,62 @@ impl BlockLayer {
             }
         } else if had_list || self.hctxs[hctx].ctx_pending > 0 {
             self.dispatch_ctxs(env, hctx);
+        }
+    }
+
+    /// The 4.11–4.14 `blk_mq_sched_dispatch_requests` with an elevator
+    /// (v4.12 block/blk-mq-sched.c; crate::kernel::DispatchLoop):
+    /// 1. `hctx->dispatch` is spliced off and sent from its front; what the
+    ///    device does not take goes back to the head of `hctx->dispatch`
+    ///    (`blk_mq_dispatch_rq_list`: `list_splice_init`), in order.
+    /// 2. Only if that sent nothing (or the list was empty) is the scheduler
+    ///    asked: one request at a time, each sent at once, while each one is
+    ///    taken. The first one without a driver tag (no budget existed: the
+    ///    scheduler is asked even with the device full) is spliced to the
+    ///    HEAD of `hctx->dispatch`, in front of older leftovers.
+    ///
+    /// Pitfall: so every queue run that finds the device full moves one more
+    /// request out of the scheduler onto the front of the list; the list is
+    /// sent newest-first, and its oldest requests wait until it empties. The
+    /// scheduler's read preference and deadlines no longer apply to them.
+    fn run_hw_queue_pull_when_stuck(&mut self, env: &mut Env, hctx: usize) {
+        let mut sent = 0;
+        while let Some(&rq) = self.hctxs[hctx].dispatch.front() {
+            if !self.get_driver_tag(rq) {
+                break;
+            }
+            if !self.issue(env, rq) {
+                self.put_driver_tag(rq);
+                self.schedule_run(env, hctx as u16, env.now + RESOURCE_DELAY);
+                break;
+            }
+            self.hctxs[hctx].dispatch.pop_front();
+            sent += 1;
+        }
+        if sent > 0 {
+            // did_work: the scheduler is not asked this time.
+            return;
+        }
+        loop {
+            if !self.elv.as_ref().is_some_and(|e| e.has_work(hctx as u16)) {
+                return;
+            }
+            self.sched_work(self.sched_cost.dispatch_ns);
+            let Some(rq) = self.with_elv(env, |e, ctx| e.dispatch(ctx, hctx as u16)) else {
+                return;
+            };
+            self.leave_elevator(rq);
+            let target = self.rqs[rq].hctx as usize;
+            if !self.get_driver_tag(rq) {
+                self.hctxs[target].dispatch.push_front(rq);
+                return;
+            }
+            if !self.issue(env, rq) {
+                self.put_driver_tag(rq);
+                self.hctxs[target].dispatch.push_front(rq);
+                self.schedule_run(env, target as u16, env.now + RESOURCE_DELAY);
+                return;
+            }
         }
     }
 

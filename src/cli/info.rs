@@ -6,16 +6,24 @@ use super::{emit, CliError};
 use crate::block::elevator::Imp;
 use crate::block::knobs::QUEUE_KNOBS;
 use crate::device::{builtin_profiles, load_profile};
-use crate::sched::SCHEDULERS;
+use crate::kernel::Era;
+use crate::sched::{self, SCHEDULERS};
 
-const SCHEDULERS_OPTS: &[Opt] = &[HELP];
+const SCHEDULERS_OPTS: &[Opt] = &[
+    valued(
+        "kernel",
+        "VERSION",
+        "list what that kernel had (e.g. 2.6.39, 4.12): its schedulers\nand the block-layer behaviours that differ between kernels",
+    ),
+    HELP,
+];
 
 pub fn schedulers_help() -> String {
     format!(
         "elevator schedulers — every scheduler elevator knows, with its iosched/ tunables
 
 USAGE:
-    elevator schedulers
+    elevator schedulers [--kernel VERSION]
 
 For each scheduler: whether current mainline kernels have it, whether the
 simulator runs it, and every tunable with its default, unit and meaning
@@ -79,7 +87,54 @@ pub fn schedulers(argv: &[String]) -> Result<(), CliError> {
             "schedulers: unexpected argument '{x}' (see `elevator schedulers --help`)"
         )));
     }
-    emit(&schedulers_text(), None)
+    match p.get("kernel") {
+        Some(v) => {
+            let era = Era::parse(v).map_err(|e| CliError::bad(format!("--kernel: {e}")))?;
+            emit(&kernel_text(&era), None)
+        }
+        None => emit(&schedulers_text(), None),
+    }
+}
+
+/// `elevator schedulers --kernel V`: the schedulers kernel V had, then its
+/// block-layer behaviours (crate::kernel::CHANGES as that kernel has them).
+pub fn kernel_text(era: &Era) -> String {
+    let v = era.version;
+    let mut s = format!("kernel {v}: schedulers\n");
+    for t in SCHEDULERS {
+        if !sched::in_kernel(t.name, v) {
+            continue;
+        }
+        let sim = if t.simulated() {
+            "simulated"
+        } else {
+            "not simulated yet"
+        };
+        let core = match t.imp {
+            Imp::Legacy(_) => "legacy single-queue",
+            Imp::Mq(_) | Imp::NoElevator => "blk-mq",
+            Imp::NotBuilt => "",
+        };
+        s.push_str(&format!("  {:<12} {core:<20} {sim}\n", t.name));
+    }
+    let missing: Vec<&str> = SCHEDULERS
+        .iter()
+        .filter(|t| !sched::in_kernel(t.name, v))
+        .map(|t| t.name)
+        .collect();
+    if !missing.is_empty() {
+        s.push_str(&format!("  not in {v}: {}\n", missing.join(", ")));
+    }
+    s.push_str(&format!("\nkernel {v}: block layer\n"));
+    for (what, value, source) in era.describe() {
+        s.push_str(&format!("  {what}: {value}\n      source: {source}\n"));
+    }
+    s.push_str(&format!(
+        "  a SATA NCQ device: queue depth {}, default nr_requests with a blk-mq scheduler {}\n",
+        era.ata_depth(32),
+        era.sched_nr_requests(era.ata_depth(32))
+    ));
+    s
 }
 
 const DEVICES_OPTS: &[Opt] = &[
@@ -122,7 +177,7 @@ pub fn devices(argv: &[String]) -> Result<(), CliError> {
     for p in builtin_profiles() {
         let q = &p.queue;
         s.push_str(&format!(
-            "{:<10} {:<9} {:>8.1} GB  hwq={:<4} qd={:<5} rot={}  {}\n",
+            "{:<12} {:<9} {:>8.1} GB  hwq={:<4} qd={:<5} rot={}  {}\n",
             p.name,
             p.model,
             q.capacity as f64 / 1e9,

@@ -9,6 +9,7 @@ mod args;
 mod compare;
 mod info;
 mod lab;
+pub mod published;
 mod run;
 
 use std::io::Write;
@@ -76,6 +77,12 @@ const COMMANDS: &[Command] = &[
         summary: "simulate one job file under several schedulers: the documents' table",
         help: compare::help,
         run: compare::cmd,
+    },
+    Command {
+        name: "published",
+        summary: "every published cell of the documents' E1-E4 beside the simulated one",
+        help: published::help,
+        run: published::cmd,
     },
     Command {
         name: "schedulers",

@@ -48,6 +48,11 @@ pub const RUN_OPTS: &[Opt] = &[
         "cgroup interface: 1 (blkio, default) or 2 (io)",
     ),
     valued(
+        "kernel",
+        "VERSION",
+        "the block layer of that kernel (e.g. 2.6.39, 4.12, 4.19, 6.17;\ndefault the newest): dispatch loop, budgets, libata depth,\ndefault nr_requests; a scheduler the kernel did not have is\nan error (`elevator schedulers --kernel V`)",
+    ),
+    valued(
         "max-runtime",
         "DURATION",
         "cap every job's simulated time (e.g. 30s, 500ms, 2m)",
@@ -272,6 +277,11 @@ pub fn apply_run_options(p: &Parsed, spec: &mut RunSpec) -> Result<(), CliError>
                 )))
             }
         };
+    }
+    if let Some(v) = p.get("kernel") {
+        let era =
+            crate::kernel::Era::parse(v).map_err(|e| CliError::bad(format!("--kernel: {e}")))?;
+        spec.kernel = Some(era.version.to_string());
     }
     if let Some(v) = p.get("max-runtime") {
         let d = duration("max-runtime", v)?;

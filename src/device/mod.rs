@@ -11,6 +11,12 @@ use crate::block::driver::Device;
 
 pub use profile::{builtin_profiles, load_profile, Profile};
 
+/// Whether the profile's device sits behind libata (SATA NCQ: the `hdd`
+/// and `sata-ssd` models), whose queue depth depends on the kernel era.
+pub fn is_ata(profile: &Profile) -> bool {
+    matches!(profile.model.as_str(), "hdd" | "sata-ssd")
+}
+
 /// Build the model a profile names.
 pub fn build(profile: &Profile, seed: u64) -> Result<Box<dyn Device>, String> {
     match profile.model.as_str() {

@@ -8,6 +8,12 @@
 //! Writes: land in the controller's power-loss-protected buffer (fast), which
 //! drains to flash at the sustained write bandwidth; a full buffer makes
 //! writes wait. Service times get a seeded exponential jitter.
+//! Read/program interference (optional, `program_ns` > 0): the buffer drains
+//! to flash in programs of `program_bytes`, each on the next flash unit in
+//! turn, holding that unit for `program_ns` from the time the drain reaches
+//! its data. A read whose unit is programming waits for the program to end
+//! (no program suspend), so under sustained writes reads take longer than
+//! the writes the buffer absorbs.
 
 use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
@@ -44,6 +50,13 @@ pub struct NvmeParams {
     pub flush_ns: u64,
     /// Exponential jitter: service = base × (1 − j + j·Exp(1)), 0 ≤ j ≤ 1.
     pub jitter: f64,
+    /// Time one flash program holds its unit, ns; 0 (the default): reads
+    /// never wait for programs.
+    #[serde(default)]
+    pub program_ns: u64,
+    /// Bytes of buffered data one program writes (multi-plane page).
+    #[serde(default)]
+    pub program_bytes: u64,
 }
 
 /// The `[nvme]` table's ranges (physical, for a flash SSD behind NVMe;
@@ -71,6 +84,18 @@ pub fn check(p: &NvmeParams) -> Result<(), BadValue> {
     }
     // Controller DRAM staging writes: MiBs to a few GiB (calibrate: 32 MiB).
     in_range("nvme.write_buffer", p.write_buffer, 4096, 16 << 30, "bytes")?;
+    // NAND tPROG: ~200 us (SLC) to a few ms (TLC/QLC); 0 turns it off.
+    in_range("nvme.program_ns", p.program_ns, 0, 20_000_000, "ns")?;
+    if p.program_ns > 0 {
+        // A program writes a page (4 KiB) to several planes of 16 KiB pages.
+        in_range(
+            "nvme.program_bytes",
+            p.program_bytes,
+            4096,
+            1 << 20,
+            "bytes",
+        )?;
+    }
     if !(p.jitter.is_finite() && (0.0..=1.0).contains(&p.jitter)) {
         return Err(BadValue::new(
             "nvme.jitter",
@@ -105,6 +130,11 @@ pub struct Nvme {
     buffer_level: u128,
     buffer_cap: u128,
     buffer_at: Ns,
+    /// Per unit, its programs not yet over: (start, end), in time order.
+    programs: Vec<std::collections::VecDeque<(Ns, Ns)>>,
+    /// Buffered bytes not yet part of a program.
+    program_fill: u64,
+    next_program_unit: usize,
     limits: QueueLimits,
     p: NvmeParams,
     /// Exp(1) sampler tables (6 KiB, last so they do not spread the rest).
@@ -273,6 +303,9 @@ impl Nvme {
             buffer_level: 0,
             buffer_cap: p.write_buffer as u128 * NS_PER_SEC as u128,
             buffer_at: 0,
+            programs: vec![std::collections::VecDeque::new(); p.units as usize],
+            program_fill: 0,
+            next_program_unit: 0,
             p,
         })
     }
@@ -305,6 +338,46 @@ impl Nvme {
         let page = sector / PAGE_SECTORS;
         let h = page.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         (((h >> 32) * self.units) >> 32) as usize
+    }
+
+    /// When a read may start on unit `u` at `t`: after any program that
+    /// holds the unit then (and any that follows it back to back).
+    fn after_programs(&mut self, u: usize, mut t: Ns) -> Ns {
+        let q = &mut self.programs[u];
+        while let Some(&(start, end)) = q.front() {
+            if end <= t {
+                q.pop_front();
+            } else if start <= t {
+                t = end;
+                q.pop_front();
+            } else {
+                break;
+            }
+        }
+        t
+    }
+
+    /// `bytes` entered the buffer at `admitted`: every `program_bytes` of
+    /// them make one program, on the next unit in turn, when the drain
+    /// reaches them (FIFO: once everything buffered now has drained).
+    fn schedule_programs(&mut self, admitted: Ns, bytes: u64) {
+        self.program_fill += bytes;
+        if self.program_fill < self.p.program_bytes {
+            return;
+        }
+        let drained_at = self.buffer_at + self.drain.div_ceil(self.buffer_level);
+        while self.program_fill >= self.p.program_bytes {
+            self.program_fill -= self.p.program_bytes;
+            let u = self.next_program_unit;
+            self.next_program_unit = (u + 1) % self.programs.len();
+            let q = &mut self.programs[u];
+            // Programs that ended before this admission are of no use to a read.
+            while q.front().is_some_and(|&(_, end)| end <= admitted) {
+                q.pop_front();
+            }
+            let start = q.back().map_or(drained_at, |&(_, end)| end.max(drained_at));
+            q.push_back((start, start + self.p.program_ns));
+        }
     }
 
     /// Time a write is admitted to the buffer at (after `t`), draining it at
@@ -341,6 +414,7 @@ impl Device for Nvme {
                 // first page's unit at the unit's transfer rate.
                 let u = self.unit_of(cmd.sector);
                 let service = self.jittered(self.read_jitter) + self.unit_xfer.ns(bytes);
+                let t = self.after_programs(u, t);
                 let start = self.unit_free[u].max(t);
                 self.unit_free[u] = start + service;
                 start + service
@@ -348,6 +422,9 @@ impl Device for Nvme {
             Op::Write => {
                 let t = self.controller(now, bytes, self.link_write);
                 let admitted = self.write_admit(t, bytes);
+                if self.p.program_ns > 0 {
+                    self.schedule_programs(admitted, bytes);
+                }
                 admitted + self.jittered(self.write_jitter)
             }
             Op::Discard => self.controller(now, 0, self.link_write) + self.p.trim_ns,
@@ -420,6 +497,70 @@ mod tests {
             }
         }
         (n as f64 * 1e9 / now as f64, lat_sum as f64 / n as f64)
+    }
+
+    /// Closed loop at depth 32 on `profile`, one read in eight: mean read
+    /// and write latency, ns.
+    fn mixed(profile: &Profile) -> (f64, f64) {
+        let mut d = Nvme::new(profile, 1).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let cap = profile.queue.capacity / 512 / 8;
+        let mut out = DeviceOut::default();
+        let mut heap = std::collections::BinaryHeap::new();
+        let (mut ops, mut start, mut k) = (vec![Op::Write; 32], vec![0u64; 32], 0u64);
+        let (mut sums, mut counts) = ([0u64; 2], [0u64; 2]);
+        for round in 0..200_032u64 {
+            let (now, id) = if round < 32 {
+                (0, round as u32)
+            } else {
+                let std::cmp::Reverse((t, id)) = heap.pop().unwrap();
+                let i = (ops[id as usize] == Op::Write) as usize;
+                sums[i] += t - start[id as usize];
+                counts[i] += 1;
+                (t, id)
+            };
+            k += 1;
+            let op = if k.is_multiple_of(8) {
+                Op::Read
+            } else {
+                Op::Write
+            };
+            ops[id as usize] = op;
+            start[id as usize] = now;
+            let cmd = DeviceCmd {
+                id,
+                op,
+                sector: rng.gen_range(0..cap) * 8,
+                nr_sectors: 8,
+                hwq: 0,
+                fua: false,
+            };
+            d.submit(now, &cmd, &mut out);
+            for (t, id) in out.completions.drain(..) {
+                heap.push(std::cmp::Reverse((t, id)));
+            }
+        }
+        (
+            sums[0] as f64 / counts[0] as f64,
+            sums[1] as f64 / counts[1] as f64,
+        )
+    }
+
+    #[test]
+    fn reads_wait_behind_programs_when_the_profile_says_so() {
+        let plain = load_profile("nvme").unwrap();
+        let (r0, w0) = mixed(&plain);
+        // The nvme profile has no program interference: a read takes its
+        // array read and transfer, plus some queueing on the controller.
+        assert!(r0 < 150_000.0, "nvme: read {r0} write {w0}");
+        let steady = load_profile("micron-9100").unwrap();
+        let (r1, w1) = mixed(&steady);
+        let np = steady.nvme.as_ref().unwrap();
+        // With every die programming most of the time a read waits a good
+        // part of a program, and longer than the writes.
+        assert!(r1 > w1, "micron-9100: read {r1} write {w1}");
+        assert!(r1 > 0.3 * np.program_ns as f64, "micron-9100: read {r1}");
+        assert!(r1 < 3.0 * np.program_ns as f64, "micron-9100: read {r1}");
     }
 
     fn isolated_service(seed: u64, op: Op, n: u64) -> Vec<Ns> {

@@ -33,6 +33,18 @@ const BUILTIN: &[(&str, &str)] = &[
     ("nvme", include_str!("../../profiles/nvme.toml")),
     ("hdd", include_str!("../../profiles/hdd.toml")),
     ("sata-ssd", include_str!("../../profiles/sata-ssd.toml")),
+    (
+        "intel-s3520",
+        include_str!("../../profiles/intel-s3520.toml"),
+    ),
+    (
+        "micron-9100",
+        include_str!("../../profiles/micron-9100.toml"),
+    ),
+    (
+        "desktop-ssd",
+        include_str!("../../profiles/desktop-ssd.toml"),
+    ),
 ];
 
 /// Names reserved for models that other issues add.

@@ -80,6 +80,15 @@ pub struct SataSsdParams {
     pub flush_ns: u64,
     /// Exponential jitter: service = base × (1 − j + j·Exp(1)), 0 ≤ j ≤ 1.
     pub jitter: f64,
+    /// true: a write that finds the write buffer full holds the controller's
+    /// command front end until the buffer takes its data, so every later
+    /// command — reads included — waits behind the write backlog (a SATA
+    /// drive asks for a write's data with DMA Setup only when it has room,
+    /// and its single command processor handles commands in order). false
+    /// (the default, and the model before interference was added): reads pass
+    /// writes that wait for buffer space.
+    #[serde(default)]
+    pub front_end_waits_for_buffer: bool,
 }
 
 /// Counters the tests read.
@@ -431,6 +440,10 @@ impl Device for SataSsd {
             Op::Write => {
                 let t = self.host_stage(now, bytes);
                 let admitted = self.write_admit(t, bytes);
+                if self.p.front_end_waits_for_buffer {
+                    // Back-pressure: nothing behind this write starts before it is taken.
+                    self.host_free = self.host_free.max(admitted);
+                }
                 admitted + self.jittered(self.p.write_ns)
             }
             Op::Discard => {
@@ -513,6 +526,78 @@ mod tests {
             }
         }
         (k as f64 * 1e9 / now as f64, lat as f64 / k as f64, max)
+    }
+
+    #[test]
+    fn reads_wait_behind_writes_held_by_a_full_buffer() {
+        // A full drive at QD32, one read in eight: with back-pressure on the
+        // front end the reads queue behind the writes waiting for buffer
+        // space and take longer than the writes; without it they pass them.
+        let mixed = |hold: bool| {
+            let mut d = ssd(|p| {
+                let s = p.sata_ssd.as_mut().unwrap();
+                s.initial_fill = 1.0;
+                s.front_end_waits_for_buffer = hold;
+            });
+            mixed_loop(&mut d, 32, 8, 60_000)
+        };
+        let (r_free, w_free) = mixed(false);
+        let (r_held, w_held) = mixed(true);
+        assert!(r_free < 0.5 * w_free, "free: read {r_free} write {w_free}");
+        assert!(r_held > w_held, "held: read {r_held} write {w_held}");
+        assert!(r_held < 1.5 * w_held, "held: read {r_held} write {w_held}");
+    }
+
+    /// Closed loop at `depth`, every `every`-th command a read: (mean read
+    /// latency, mean write latency) in ns.
+    fn mixed_loop(d: &mut SataSsd, depth: usize, every: u64, n: u64) -> (f64, f64) {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let cap = d.limits.capacity / 512 / 8;
+        let mut out = DeviceOut::default();
+        let mut heap = BinaryHeap::new();
+        let mut ops = vec![Op::Write; depth];
+        let mut start = vec![0u64; depth];
+        let mut k = 0u64;
+        type Heap = BinaryHeap<Reverse<(Ns, RqId)>>;
+        let mut issue = |d: &mut SataSsd, now: Ns, id: RqId, ops: &mut [Op], heap: &mut Heap| {
+            k += 1;
+            let op = if k.is_multiple_of(every) {
+                Op::Read
+            } else {
+                Op::Write
+            };
+            ops[id as usize] = op;
+            let c = DeviceCmd {
+                id,
+                op,
+                sector: rng.gen_range(0..cap) * 8,
+                nr_sectors: 8,
+                hwq: 0,
+                fua: false,
+            };
+            d.submit(now, &c, &mut out);
+            for (t, id) in out.completions.drain(..) {
+                heap.push(Reverse((t, id)));
+            }
+        };
+        for id in 0..depth as u32 {
+            issue(d, 0, id, &mut ops, &mut heap);
+        }
+        let (mut rs, mut rn, mut ws, mut wn) = (0u64, 0u64, 0u64, 0u64);
+        for _ in 0..n {
+            let Reverse((t, id)) = heap.pop().unwrap();
+            let l = t - start[id as usize];
+            if ops[id as usize] == Op::Read {
+                rs += l;
+                rn += 1;
+            } else {
+                ws += l;
+                wn += 1;
+            }
+            start[id as usize] = t;
+            issue(d, t, id, &mut ops, &mut heap);
+        }
+        (rs as f64 / rn as f64, ws as f64 / wn as f64)
     }
 
     #[test]

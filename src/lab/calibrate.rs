@@ -484,6 +484,8 @@ impl Fitter {
             trim_ns: (rw1.lat_us * 1000.0) as Ns,
             flush_ns: (rw1.lat_us * 1000.0) as Ns,
             jitter: (jitter * 1000.0).round() / 1000.0,
+            program_ns: 0,
+            program_bytes: 0,
         };
         let mut best: Option<(f64, NvmeParams, Vec<Point>)> = None;
         let c_jobs = 1e9 / max_jobs.max(1.0);
@@ -1139,6 +1141,8 @@ mod tests {
             trim_ns: 0,
             flush_ns: 0,
             jitter: 1.0,
+            program_ns: 0,
+            program_bytes: 0,
         };
         let fits = [
             (Params::Nvme(nvme.clone()), None),
@@ -1220,6 +1224,8 @@ mod tests {
             trim_ns: 15_000,
             flush_ns: 15_000,
             jitter: 0.1,
+            program_ns: 0,
+            program_bytes: 0,
         };
         let mut f = Fitter {
             queue: fake_limits(),

@@ -275,6 +275,9 @@ fn elevator_json(report: &RunReport) -> J {
         .str("mode", &m.mode)
         .str("scheduler", &m.scheduler)
         .str("device", &m.device);
+    if let Some(k) = &m.kernel {
+        o.str("kernel", k);
+    }
     let mut knobs = Obj::new();
     for (k, v) in &m.knobs {
         knobs.str(k, v);

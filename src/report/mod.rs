@@ -66,6 +66,9 @@ pub struct ElevatorMeta {
     /// `/sys/block/DEV/stat` at the end of the run (simulation), printed as
     /// `"disk_stats"`.
     pub disk_stats: Option<crate::block::stat::DiskStatFields>,
+    /// The kernel era of a simulation run with `--kernel` (printed as
+    /// `"kernel"`); None for the default (newest) kernel and for the lab.
+    pub kernel: Option<String>,
 }
 
 /// What became of one requested scheduler switch.

@@ -5,12 +5,13 @@
 //! the tasks that can act, until every job is done.
 
 use super::settings::{self, Settings};
-use super::{scheduler, Error, InputError, Progress, RunSpec};
+use super::{scheduler, scheduler_in, Error, InputError, Progress, RunSpec};
 use crate::block::elevator::ElevatorType;
 use crate::block::{BioDone, BlockLayer, Env, QueueSetup};
 use crate::cgroup::{CgroupTree, CgroupVersion, IoPrio, SET_PREFIX};
 use crate::device::{self, Profile};
 use crate::job::{EngineKind, JobFile};
+use crate::kernel::Era;
 use crate::machine::Machine;
 use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport};
 use crate::sim::event::{Event, EventQueue, TimerOwner};
@@ -38,6 +39,10 @@ pub struct Config {
     /// Scheduler switches, in time order.
     pub switches: Vec<(Ns, &'static ElevatorType)>,
     pub cgroup_version: CgroupVersion,
+    /// The kernel whose block layer runs (`--kernel`; the newest by default).
+    pub era: Era,
+    /// The `--kernel` value as given, when one was.
+    pub kernel: Option<String>,
 }
 
 impl Config {
@@ -45,12 +50,24 @@ impl Config {
     pub fn resolve_on(
         spec: &RunSpec,
         jobfile: &JobFile,
-        profile: Profile,
+        mut profile: Profile,
     ) -> Result<Config, Error> {
-        let first = scheduler("scheduler", &spec.scheduler)?;
+        let era = match &spec.kernel {
+            Some(k) => Era::parse(k).map_err(|e| InputError::new("kernel", e))?,
+            None => Era::newest(),
+        };
+        let pick = |option: &str, name: &str| match &spec.kernel {
+            Some(_) => scheduler_in(option, name, era.version),
+            None => scheduler(option, name),
+        };
+        let first = pick("scheduler", &spec.scheduler)?;
         let mut switches = Vec::with_capacity(spec.switches.len());
         for sw in &spec.switches {
-            switches.push((sw.at_ns, scheduler("switch", &sw.scheduler)?));
+            switches.push((sw.at_ns, pick("switch", &sw.scheduler)?));
+        }
+        if device::is_ata(&profile) {
+            // libata's NCQ depth of the era (crate::kernel, 31 before 4.18).
+            profile.queue.queue_depth = era.ata_depth(profile.queue.queue_depth);
         }
         switches.sort_by_key(|(t, _)| *t);
         let mut all = vec![first];
@@ -87,6 +104,8 @@ impl Config {
             max_runtime: spec.max_runtime_ns,
             switches,
             cgroup_version,
+            era,
+            kernel: spec.kernel.clone(),
         })
     }
 }
@@ -192,7 +211,7 @@ impl Simulation {
         let dev = device::build(&cfg.profile, stream_seed(cfg.seed, 0xdead)).map_err(input)?;
         let (cgroups, cg_ids) = build_cgroups(jobfile, &cfg)?;
         let cpus = cfg.machine.cpus as usize;
-        let block = BlockLayer::new(
+        let block = BlockLayer::new_in(
             dev,
             cfg.scheduler,
             QueueSetup {
@@ -202,6 +221,7 @@ impl Simulation {
                 costs: cfg.settings.cpu_costs.clone(),
                 machine: cfg.machine.clone(),
             },
+            cfg.era,
         )
         .map_err(input)?;
         let layouts = workload::layout(&jobfile.jobs, block.capacity()).map_err(input)?;
@@ -571,6 +591,11 @@ impl Simulation {
                     .map(|(at, t)| (*at, t.name.to_string()))
                     .collect(),
                 disk_stats: Some(disk_stats),
+                kernel: self
+                    .cfg
+                    .kernel
+                    .as_ref()
+                    .map(|_| self.cfg.era.version.to_string()),
                 spec: None,
                 warnings: std::mem::take(&mut self.block.warnings),
                 switch_log: super::switches::outcomes(

@@ -243,6 +243,15 @@ pub(crate) fn scheduler(option: &str, name: &str) -> Result<&'static ElevatorTyp
     sched::find_simulated(name).map_err(|e| InputError::new(option, e).into())
 }
 
+/// A scheduler of the run that kernel `v` had; it must be simulated.
+pub(crate) fn scheduler_in(
+    option: &str,
+    name: &str,
+    v: crate::kernel::Version,
+) -> Result<&'static ElevatorType, Error> {
+    sched::find_in_kernel(name, v).map_err(|e| InputError::new(option, e).into())
+}
+
 /// Run several specs side by side on up to `threads` threads; results come
 /// back in the order of `specs` (each run is deterministic on its own).
 pub fn run_many(specs: &[RunSpec], threads: usize) -> Vec<Result<RunReport, Error>> {

@@ -108,6 +108,10 @@ pub struct RunSpec {
     /// byte-identical output across runs).
     #[serde(default)]
     pub timestamp: u64,
+    /// `--kernel VERSION`: the block layer of that kernel (crate::kernel).
+    /// None: the newest kernel, with the legacy schedulers still allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
 }
 
 fn default_cgroup_version() -> u8 {
@@ -136,6 +140,7 @@ impl RunSpec {
             max_runtime_ns: None,
             log_dir: None,
             timestamp: 0,
+            kernel: None,
         }
     }
 
@@ -173,6 +178,12 @@ impl RunSpec {
 
     pub fn seed(mut self, seed: u64) -> RunSpec {
         self.seed = seed;
+        self
+    }
+
+    /// The block layer of kernel `version` (`--kernel`).
+    pub fn kernel(mut self, version: &str) -> RunSpec {
+        self.kernel = Some(version.to_string());
         self
     }
 

@@ -15,6 +15,7 @@ pub mod testing;
 
 use crate::block::cpu::SchedCost;
 use crate::block::elevator::{Elevator, ElevatorType, Features, Imp, NO_ELEVATOR};
+use crate::kernel::{self, Version};
 
 const fn cost(
     insert_ns: u64,
@@ -214,6 +215,62 @@ pub fn find_simulated(name: &str) -> Result<&'static ElevatorType, String> {
 /// schedulers not built yet).
 pub fn tunable_names(t: &ElevatorType) -> Vec<&'static str> {
     t.tunables().into_iter().map(|x| x.name).collect()
+}
+
+/// Which kernels had each scheduler: (name, first version, first version
+/// without it). The CLI's `--kernel` refuses a scheduler outside its span
+/// (crate::kernel). A scheduler missing here is refused on every explicit
+/// kernel.
+///
+/// - none: blk-mq without a scheduler, 3.13 (block/blk-mq.c).
+/// - noop, deadline, cfq: the legacy elevators, before 2.6.32 until their
+///   removal in 5.0 (block/noop-iosched.c, deadline-iosched.c,
+///   cfq-iosched.c).
+/// - mq-deadline 4.11 (block/mq-deadline.c); kyber and bfq 4.12
+///   (block/kyber-iosched.c, block/bfq-iosched.c).
+/// - tpps: Alibaba's out-of-tree scheduler of its 2.6.32 kernel (seed 004);
+///   never merged.
+pub static KERNEL_SPANS: &[(&str, Version, Option<Version>)] = &[
+    ("none", Version::new(3, 13, 0), None),
+    ("noop", kernel::OLDEST, Some(Version::new(5, 0, 0))),
+    ("deadline", kernel::OLDEST, Some(Version::new(5, 0, 0))),
+    ("mq-deadline", Version::new(4, 11, 0), None),
+    ("kyber", Version::new(4, 12, 0), None),
+    ("bfq", Version::new(4, 12, 0), None),
+    ("cfq", kernel::OLDEST, Some(Version::new(5, 0, 0))),
+    ("tpps", kernel::OLDEST, Some(Version::new(2, 6, 33))),
+];
+
+/// Whether kernel `v` had the scheduler `name`.
+pub fn in_kernel(name: &str, v: Version) -> bool {
+    KERNEL_SPANS
+        .iter()
+        .any(|&(n, since, until)| n == name && v >= since && until.is_none_or(|u| v < u))
+}
+
+/// The schedulers kernel `v` had, in listing order.
+pub fn of_kernel(v: Version) -> Vec<&'static ElevatorType> {
+    SCHEDULERS.iter().filter(|t| in_kernel(t.name, v)).collect()
+}
+
+/// `find_simulated`, and the scheduler must have existed in kernel `v`.
+pub fn find_in_kernel(name: &str, v: Version) -> Result<&'static ElevatorType, String> {
+    let t = find(name)?;
+    if !in_kernel(t.name, v) {
+        let had: Vec<&str> = of_kernel(v).iter().map(|t| t.name).collect();
+        let span = KERNEL_SPANS.iter().find(|s| s.0 == t.name);
+        let when = match span {
+            Some((_, since, Some(until))) => format!("it existed from {since} to before {until}"),
+            Some((_, since, None)) => format!("it appeared in {since}"),
+            None => "no kernel span is known for it".to_string(),
+        };
+        return Err(format!(
+            "scheduler '{}' did not exist in kernel {v} ({when}); kernel {v} had: {}",
+            t.name,
+            had.join(", ")
+        ));
+    }
+    find_simulated(name)
 }
 
 #[cfg(test)]

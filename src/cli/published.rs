@@ -1,0 +1,367 @@
+//! `elevator published`: every published cell of the source documents'
+//! experiments E1–E4 (IOPS and mean latency per group and direction) beside
+//! the simulated one, each experiment run with `--kernel` set to the
+//! documents' kernel. The schedulers come from the registry: a scheduler
+//! with published cells is simulated when the registry can, and listed as
+//! "not simulated yet" otherwise, so its cells fill in once it is built.
+//!
+//! Published figures: reference/seed-experiments.md (copied as published;
+//! E1–E3 per-job medians, E4 one group). Latency: fio's mean `lat` (E4
+//! publishes `clat`, which differs from it by the few-microsecond `slat`).
+
+use super::args::{self, valued, with_short, Opt, Unknown, HELP};
+use super::{emit, CliError};
+use crate::job::Ddir;
+use crate::report::table::{group_rows, GroupRow};
+use crate::run::{self, JobSource, RunSpec};
+use crate::sched;
+use crate::sim::time::NS_PER_SEC;
+
+/// One published cell pair: a group's direction, IOPS and mean latency (ms).
+#[derive(Clone, Copy, Debug)]
+pub struct Published {
+    pub group: &'static str,
+    pub dir: Ddir,
+    pub iops: f64,
+    pub lat_ms: f64,
+}
+
+const fn cell(group: &'static str, dir: Ddir, iops: f64, lat_ms: f64) -> Published {
+    Published {
+        group,
+        dir,
+        iops,
+        lat_ms,
+    }
+}
+
+/// One experiment of the documents as the model runs it.
+pub struct Experiment {
+    pub id: &'static str,
+    /// The job: a job file's text, or fio's command-line options.
+    pub job: Job,
+    /// The built-in device profile.
+    pub device: &'static str,
+    /// The documents' kernel.
+    pub kernel: &'static str,
+    /// Simulated time per run (the documents ran 7200 s; the model reaches
+    /// steady state well before this), or None to run the job to its end.
+    pub runtime_s: Option<u64>,
+    /// Published rows: scheduler and its cells.
+    pub rows: &'static [(&'static str, &'static [Published])],
+    /// What differs from the published set-up.
+    pub note: &'static str,
+}
+
+pub enum Job {
+    File(&'static str, &'static str),
+    Args(&'static [&'static str]),
+}
+
+use Ddir::{Read as R, Write as W};
+
+const fn three(w: (f64, f64), rw: (f64, f64), rr: (f64, f64), g2: &'static str) -> [Published; 3] {
+    [
+        cell("writers", W, w.0, w.1),
+        cell(g2, W, rw.0, rw.1),
+        cell(g2, R, rr.0, rr.1),
+    ]
+}
+
+const E1_NONE: [Published; 3] = three((81., 12.30), (51., 7.10), (34., 18.30), "reader_40");
+const E1_MQDL: [Published; 3] = three((81., 12.29), (51., 7.08), (34., 18.32), "reader_40");
+const E1_DL: [Published; 3] = three((80., 12.39), (51., 7.20), (34., 18.39), "reader_40");
+const E1_NOOP: [Published; 3] = three((80., 12.36), (51., 7.16), (34., 18.42), "reader_40");
+const E1_CFQ: [Published; 3] = three((80., 12.36), (51., 7.17), (34., 18.36), "reader_40");
+const E1_BFQ: [Published; 3] = three((93., 10.65), (50., 6.2800_1), (33., 20.03), "reader_40");
+const E1_KYBER: [Published; 3] = three((94., 10.63), (47., 9.15), (31., 18.01), "reader_40");
+
+const E2_NONE: [Published; 3] = three((3208., 1.245), (2543., 1.227), (635., 1.376), "reader_20");
+const E2_MQDL: [Published; 3] = three((3162., 1.264), (2416., 1.298), (604., 1.423), "reader_20");
+const E2_DL: [Published; 3] = three((3172., 1.259), (2569., 1.261), (641., 1.177), "reader_20");
+const E2_NOOP: [Published; 3] = three((3127., 1.278), (2451., 1.278), (613., 1.405), "reader_20");
+const E2_CFQ: [Published; 3] = three((3265., 1.223), (1580., 2.000), (394., 2.119), "reader_20");
+const E2_BFQ: [Published; 3] = three((3201., 1.248), (2499., 1.248), (624., 1.398), "reader_20");
+const E2_KYBER: [Published; 3] = three((2191., 1.824), (2143., 1.823), (535., 0.167), "reader_20");
+
+const E3_NONE: [Published; 3] = three((11484., 0.695), (7716., 0.694), (1929., 1.367), "reader_20");
+const E3_MQDL: [Published; 3] = three((11580., 0.690), (7777., 0.685), (1944., 1.369), "reader_20");
+const E3_BFQ: [Published; 3] = three((11437., 0.698), (7635., 0.694), (1908., 1.409), "reader_20");
+const E3_KYBER: [Published; 3] = three((7615., 1.049), (6927., 1.000), (1731., 0.612), "reader_20");
+
+const E4_CFQ: [Published; 1] = [cell("file1", W, 14482., 3.378)];
+const E4_DL: [Published; 1] = [cell("file1", W, 24764., 1.832)];
+const E4_NOOP: [Published; 1] = [cell("file1", W, 26183., 1.875)];
+
+/// E1–E4 of reference/seed-experiments.md.
+pub static EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        id: "E1",
+        job: Job::File("e1-hdd.fio", include_str!("../../examples/e1-hdd.fio")),
+        device: "hdd",
+        kernel: "4.13",
+        runtime_s: Some(120),
+        rows: &[
+            ("none", &E1_NONE),
+            ("mq-deadline", &E1_MQDL),
+            ("deadline", &E1_DL),
+            ("noop", &E1_NOOP),
+            ("cfq", &E1_CFQ),
+            ("bfq", &E1_BFQ),
+            ("kyber", &E1_KYBER),
+        ],
+        note: "HGST HUH721008AL: the built-in hdd profile",
+    },
+    Experiment {
+        id: "E2",
+        job: Job::File("e2-sata-ssd.fio", include_str!("../../examples/e2-sata-ssd.fio")),
+        device: "intel-s3520",
+        kernel: "4.12",
+        runtime_s: Some(30),
+        rows: &[
+            ("none", &E2_NONE),
+            ("mq-deadline", &E2_MQDL),
+            ("deadline", &E2_DL),
+            ("noop", &E2_NOOP),
+            ("cfq", &E2_CFQ),
+            ("bfq", &E2_BFQ),
+            ("kyber", &E2_KYBER),
+        ],
+        note: "Intel DC S3520 with reads behind the write backlog; fill fitted to the none row",
+    },
+    Experiment {
+        id: "E3",
+        job: Job::File("e3-nvme.fio", include_str!("../../examples/e3-nvme.fio")),
+        device: "micron-9100",
+        kernel: "4.12",
+        runtime_s: Some(10),
+        rows: &[
+            ("none", &E3_NONE),
+            ("mq-deadline", &E3_MQDL),
+            ("bfq", &E3_BFQ),
+            ("kyber", &E3_KYBER),
+        ],
+        note: "Micron 9100 in steady state, reads behind programs; drain rate and program time fitted to the none row",
+    },
+    Experiment {
+        id: "E4",
+        job: Job::Args(&[
+            "-rw=randwrite",
+            "-bs=4k",
+            "-size=100m",
+            "-directory=/tmp",
+            "-direct=1",
+            "-numjobs=50",
+            "-name=file1",
+            "-ioengine=libaio",
+            "-group_reporting",
+        ]),
+        device: "desktop-ssd",
+        kernel: "2.6.39",
+        runtime_s: None,
+        rows: &[("cfq", &E4_CFQ), ("deadline", &E4_DL), ("noop", &E4_NOOP)],
+        note: "2013 desktop SATA SSD (class estimates), program rate fitted to the noop row; device-mapper not modelled",
+    },
+];
+
+impl Experiment {
+    /// The run of this experiment under `scheduler`.
+    pub fn spec(&self, scheduler: &str) -> RunSpec {
+        let job = match self.job {
+            Job::File(name, text) => JobSource::text(name, text),
+            Job::Args(a) => JobSource::args(a),
+        };
+        let mut s = RunSpec::new(job)
+            .scheduler(scheduler)
+            .device(self.device)
+            .kernel(self.kernel);
+        s.max_runtime_ns = self.runtime_s.map(|t| t * NS_PER_SEC);
+        s
+    }
+}
+
+/// One compared cell.
+#[derive(Clone, Debug)]
+pub struct Compared {
+    pub experiment: &'static str,
+    pub scheduler: &'static str,
+    pub group: &'static str,
+    pub dir: Ddir,
+    pub metric: &'static str,
+    pub published: f64,
+    /// None: the scheduler is not simulated yet (or the run failed).
+    pub simulated: Option<f64>,
+}
+
+impl Compared {
+    /// Simulated / published − 1.
+    pub fn error(&self) -> Option<f64> {
+        self.simulated.map(|s| s / self.published - 1.0)
+    }
+}
+
+fn find_row<'a>(rows: &'a [GroupRow], p: &Published) -> Option<&'a GroupRow> {
+    rows.iter().find(|r| r.name == p.group && r.dir == p.dir)
+}
+
+/// Run `experiments` (ids; empty = all) and compare every published cell.
+pub fn compare(ids: &[String], threads: usize) -> Result<Vec<Compared>, CliError> {
+    let chosen: Vec<&'static Experiment> = EXPERIMENTS
+        .iter()
+        .filter(|e| ids.is_empty() || ids.iter().any(|i| i.eq_ignore_ascii_case(e.id)))
+        .collect();
+    // Every published scheduler the registry can simulate, in registry order.
+    let mut jobs: Vec<(&'static Experiment, &'static str, &'static [Published])> = Vec::new();
+    for e in &chosen {
+        for t in sched::SCHEDULERS {
+            if let Some((_, cells)) = e.rows.iter().find(|(n, _)| *n == t.name) {
+                jobs.push((e, t.name, cells));
+            }
+        }
+    }
+    let specs: Vec<RunSpec> = jobs
+        .iter()
+        .filter(|(_, s, _)| sched::find_simulated(s).is_ok())
+        .map(|(e, s, _)| e.spec(s))
+        .collect();
+    let mut results = run::run_many(&specs, threads).into_iter();
+    let mut out = Vec::new();
+    for (e, s, cells) in jobs {
+        let rows = if sched::find_simulated(s).is_ok() {
+            let rep = results.next().expect("one result per spec");
+            let rep = rep.map_err(|err| CliError::bad(format!("{} {s}: {err}", e.id)))?;
+            Some(group_rows(&rep))
+        } else {
+            None
+        };
+        for p in cells {
+            let r = rows.as_ref().and_then(|rows| find_row(rows, p));
+            for (metric, published, simulated) in [
+                ("iops", p.iops, r.map(|r| r.iops)),
+                ("lat ms", p.lat_ms, r.map(|r| r.lat_mean_us / 1000.0)),
+            ] {
+                out.push(Compared {
+                    experiment: e.id,
+                    scheduler: s,
+                    group: p.group,
+                    dir: p.dir,
+                    metric,
+                    published,
+                    simulated,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn fmt_num(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The markdown table and its summary line.
+pub fn render(cells: &[Compared]) -> String {
+    let mut s = String::new();
+    s.push_str("| exp | scheduler | group | dir | metric | published | simulated | error |\n");
+    s.push_str("|---|---|---|---|---|---:|---:|---:|\n");
+    let (mut inside, mut total) = (0, 0);
+    for c in cells {
+        let (sim, err) = match (c.simulated, c.error()) {
+            (Some(v), Some(e)) => {
+                total += 1;
+                if e.abs() <= 0.25 {
+                    inside += 1;
+                }
+                (fmt_num(v), format!("{:+.1}%", e * 100.0))
+            }
+            _ => ("not simulated yet".to_string(), String::new()),
+        };
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            c.experiment,
+            c.scheduler,
+            c.group,
+            crate::report::table::dir_name(c.dir),
+            c.metric,
+            fmt_num(c.published),
+            sim,
+            err
+        ));
+    }
+    s.push_str(&format!(
+        "\n{inside} of {total} simulated cells within ±25% of the published figure.\n"
+    ));
+    s.push_str("Set-ups (device profile, kernel, simulated time):\n");
+    for e in EXPERIMENTS {
+        let t = e
+            .runtime_s
+            .map(|t| format!("{t} s"))
+            .unwrap_or_else(|| "to the job's end".into());
+        s.push_str(&format!(
+            "  {}: --device {} --kernel {}, {t}; {}\n",
+            e.id, e.device, e.kernel, e.note
+        ));
+    }
+    s
+}
+
+const OPTS: &[Opt] = &[
+    valued(
+        "experiments",
+        "LIST",
+        "comma-separated experiment ids (E1,E2,E3,E4; default all)",
+    ),
+    with_short(valued("output", "FILE", "write the table to FILE"), 'o'),
+    HELP,
+];
+
+pub fn help() -> String {
+    format!(
+        "elevator published — the source documents' tables against the simulation
+
+USAGE:
+    elevator published [--experiments E1,E2,...]
+
+Every published cell of E1–E4 (IOPS and mean latency per group, direction
+and scheduler) beside the simulated one, each experiment on its device
+profile with --kernel set to the documents' kernel; schedulers the simulator
+does not have yet are listed as such. Prints a markdown table and how many
+cells are within ±25%.
+
+{}",
+        args::options_help(OPTS)
+    )
+}
+
+/// `elevator published`.
+pub fn cmd(argv: &[String]) -> Result<(), CliError> {
+    let p = args::parse("published", argv, OPTS, Unknown::Reject)?;
+    if p.help() {
+        return emit(&help(), None);
+    }
+    if let Some(x) = p.rest.first() {
+        return Err(CliError::bad(format!(
+            "published: unexpected argument '{x}' (see `elevator published --help`)"
+        )));
+    }
+    let ids: Vec<String> = p
+        .get("experiments")
+        .map(|l| l.split(',').map(|x| x.trim().to_string()).collect())
+        .unwrap_or_default();
+    for id in &ids {
+        if !EXPERIMENTS.iter().any(|e| e.id.eq_ignore_ascii_case(id)) {
+            return Err(CliError::bad(format!(
+                "--experiments: unknown experiment '{id}' (known: E1, E2, E3, E4)"
+            )));
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cells = compare(&ids, threads)?;
+    emit(&render(&cells), p.get("output"))
+}

@@ -1,0 +1,111 @@
+//! Kernel eras (`--kernel`, crate::kernel) through the library API: the
+//! 4.11-4.14 dispatch loop strands mq-deadline's requests where the newest
+//! kernel does not; the era's defaults (libata depth, nr_requests) and its
+//! scheduler list. Job files: tests/jobs/eras-*.fio.
+
+use elevator::job::Ddir;
+use elevator::report::RunReport;
+use elevator::run::{JobSource, RunSpec};
+use elevator::sim::time::NS_PER_MS;
+
+fn job(name: &str) -> JobSource {
+    let path = format!("{}/tests/jobs/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("job file");
+    JobSource::text(name, &text)
+}
+
+fn spec(name: &str, sched: &str, kernel: Option<&str>) -> RunSpec {
+    let mut s = RunSpec::new(job(name)).scheduler(sched).device("sata-ssd");
+    s.kernel = kernel.map(str::to_string);
+    s
+}
+
+fn run(s: &RunSpec) -> RunReport {
+    elevator::run::run(s).expect("simulation runs")
+}
+
+/// The largest completion latency of any job in direction `d`, ns.
+fn max_clat(rep: &RunReport, d: Ddir) -> u64 {
+    rep.jobs
+        .iter()
+        .map(|j| j.stats.dirs[d as usize].clat.max)
+        .max()
+        .unwrap_or(0)
+}
+
+fn knob<'a>(rep: &'a RunReport, name: &str) -> &'a str {
+    rep.elevator
+        .knobs
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+        .expect("knob reported")
+}
+
+#[test]
+fn mq_deadline_strands_requests_on_4_12_and_not_on_the_newest_kernel() {
+    let old = run(&spec("eras-strand.fio", "mq-deadline", Some("4.12")));
+    let new = run(&spec("eras-strand.fio", "mq-deadline", None));
+    let none_old = run(&spec("eras-strand.fio", "none", Some("4.12")));
+    let both = |r: &RunReport| max_clat(r, Ddir::Read).max(max_clat(r, Ddir::Write));
+    // Stranded at the bottom of hctx->dispatch: far beyond any device time.
+    let o = both(&old);
+    assert!(o > 500 * NS_PER_MS, "4.12 max {o} ns");
+    // The newest kernel keeps them in the scheduler (budget), which sends
+    // them by its FIFO and deadlines: no more than the device's own stalls.
+    let n = both(&new);
+    assert!(n < 100 * NS_PER_MS, "newest max {n} ns");
+    // Without a scheduler 4.12 sends in arrival order.
+    let z = both(&none_old);
+    assert!(z < 100 * NS_PER_MS, "4.12 none max {z} ns");
+}
+
+#[test]
+fn era_defaults_follow_the_kernel() {
+    let old = run(&spec("eras-strand.fio", "mq-deadline", Some("4.12")));
+    let mid = run(&spec("eras-strand.fio", "mq-deadline", Some("4.19")));
+    let new = run(&spec("eras-strand.fio", "mq-deadline", None));
+    // 4.11-4.13: 256; later 2 x min(depth, 128) with libata's 31 (4.14-4.17)
+    // or 32 (4.18 on).
+    assert_eq!(knob(&old, "nr_requests"), "256");
+    assert_eq!(knob(&mid, "nr_requests"), "64");
+    assert_eq!(knob(&new, "nr_requests"), "64");
+    let d14 = run(&spec("eras-strand.fio", "mq-deadline", Some("4.14")));
+    assert_eq!(knob(&d14, "nr_requests"), "62");
+    // The era is recorded: in the report and in its spec.
+    assert_eq!(old.elevator.kernel.as_deref(), Some("4.12"));
+    assert_eq!(new.elevator.kernel, None);
+    let spec_json = old.elevator.spec.as_ref().unwrap();
+    assert_eq!(spec_json["kernel"], "4.12");
+}
+
+#[test]
+fn a_scheduler_the_kernel_did_not_have_is_an_input_error() {
+    for (sched, kernel) in [
+        ("mq-deadline", "2.6.39"),
+        ("none", "2.6.39"),
+        ("mq-deadline", "4.10"),
+        ("deadline", "5.0"),
+        ("noop", "6.17"),
+        ("tpps", "4.12"),
+    ] {
+        let e = elevator::run::run(&spec("eras-strand.fio", sched, Some(kernel))).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("did not exist in kernel"),
+            "{sched} on {kernel}: {msg}"
+        );
+    }
+    let e = elevator::run::run(&spec("eras-strand.fio", "none", Some("9.9"))).unwrap_err();
+    assert!(e.to_string().contains("unknown kernel version"), "{e}");
+    // Without --kernel the legacy schedulers still run (on the legacy core).
+    let mut s = spec("eras-strand.fio", "deadline", None);
+    s.max_runtime_ns = Some(200 * NS_PER_MS);
+    run(&s);
+    // On a kernel that had both, legacy and blk-mq schedulers run.
+    for sched in ["noop", "deadline", "none", "mq-deadline"] {
+        let mut s = spec("eras-strand.fio", sched, Some("4.12"));
+        s.max_runtime_ns = Some(200 * NS_PER_MS);
+        run(&s);
+    }
+}

@@ -1,0 +1,173 @@
+//! The fits behind the profiles' FITTED values, rerunnable:
+//!
+//!   cargo test --test fit_profiles -- --ignored --nocapture
+//!
+//! Each fit runs the experiment's `none` row (noop's for E4, which has no
+//! none) with the documents' kernel and bisects one profile value until the
+//! simulated cell matches the published one; it prints the value to write
+//! into the profile. The non-ignored test checks that the committed
+//! profiles still reproduce the cells they were fitted to (so a model change
+//! that moves them is noticed), and nothing else: every other cell is a
+//! prediction (`elevator published`).
+
+use elevator::cli::published::{Experiment, EXPERIMENTS};
+use elevator::job::Ddir;
+use elevator::report::table::group_rows;
+use elevator::run::DeviceSource;
+
+fn experiment(id: &str) -> &'static Experiment {
+    EXPERIMENTS.iter().find(|e| e.id == id).unwrap()
+}
+
+fn builtin_text(name: &str) -> String {
+    let path = format!("{}/profiles/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// The profile text with `key = ...` set to `value` (the rest of the line,
+/// its comment, kept).
+fn with_value(text: &str, key: &str, value: &str) -> String {
+    let mut found = false;
+    let out: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let k = l.split('=').next().unwrap_or("").trim();
+            if k == key && !l.trim_start().starts_with('#') {
+                found = true;
+                let comment = l.find('#').map(|i| &l[i..]).unwrap_or("");
+                format!("{key} = {value}    {comment}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    assert!(found, "no {key} in the profile");
+    out.join("\n") + "\n"
+}
+
+/// (IOPS, mean latency ms) of `group`/`dir` in experiment `id` under
+/// `scheduler` on the profile `text`.
+fn cell(id: &str, scheduler: &str, text: &str, group: &str, dir: Ddir) -> (f64, f64) {
+    let e = experiment(id);
+    let mut spec = e.spec(scheduler);
+    spec.device = DeviceSource {
+        name: e.device.to_string(),
+        profile: Some(text.to_string()),
+    };
+    let rep = elevator::run::run(&spec).expect("runs");
+    let r = group_rows(&rep)
+        .into_iter()
+        .find(|r| r.name == group && r.dir == dir)
+        .expect("group row");
+    (r.iops, r.lat_mean_us / 1000.0)
+}
+
+/// Bisect `key` in [lo, hi] until `measure` (increasing in the value when
+/// `increasing`) meets `target`.
+fn bisect(
+    text: &str,
+    key: &str,
+    (mut lo, mut hi): (f64, f64),
+    increasing: bool,
+    target: f64,
+    measure: impl Fn(&str) -> f64,
+    fmt: impl Fn(f64) -> String,
+) -> String {
+    for _ in 0..10 {
+        let mid = 0.5 * (lo + hi);
+        let m = measure(&with_value(text, key, &fmt(mid)));
+        println!("  {key} = {} -> {m:.4} (target {target})", fmt(mid));
+        if (m < target) == increasing {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let v = fmt(0.5 * (lo + hi));
+    println!("FITTED {key} = {v}");
+    with_value(text, key, &v)
+}
+
+#[test]
+#[ignore = "a fit: minutes of simulation; prints the values for the profile"]
+fn intel_s3520() {
+    // E2 none, kernel 4.12: the drive's fill sets the steady-state write rate.
+    let text = builtin_text("intel-s3520");
+    bisect(
+        &text,
+        "initial_fill",
+        (0.5, 1.0),
+        false,
+        3208.0,
+        |t| cell("E2", "none", t, "writers", Ddir::Write).0,
+        |v| format!("{v:.3}"),
+    );
+}
+
+#[test]
+#[ignore = "a fit: minutes of simulation; prints the values for the profile"]
+fn micron_9100() {
+    // E3 none, kernel 4.12: the drain rate sets the writers' IOPS, then the
+    // program time the reads' latency (it barely moves the writes).
+    let text = builtin_text("micron-9100");
+    let text = bisect(
+        &text,
+        "write_drain_bandwidth",
+        (2e8, 1.2e9),
+        true,
+        11484.0,
+        |t| cell("E3", "none", t, "writers", Ddir::Write).0,
+        |v| format!("{:.0}", (v / 1e6).round() * 1e6),
+    );
+    bisect(
+        &text,
+        "program_ns",
+        (500_000.0, 6_000_000.0),
+        true,
+        1.367,
+        |t| cell("E3", "none", t, "reader_20", Ddir::Read).1,
+        |v| format!("{:.0}", (v / 1e4).round() * 1e4),
+    );
+}
+
+#[test]
+#[ignore = "a fit: minutes of simulation; prints the values for the profile"]
+fn desktop_ssd() {
+    // E4 noop (no none row), kernel 2.6.39: the program rate sets the IOPS.
+    let text = builtin_text("desktop-ssd");
+    bisect(
+        &text,
+        "program_bandwidth",
+        (1e8, 6e8),
+        true,
+        26183.0,
+        |t| cell("E4", "noop", t, "file1", Ddir::Write).0,
+        |v| format!("{:.0}", (v / 1e6).round() * 1e6),
+    );
+}
+
+/// The committed profiles reproduce the cells they were fitted to.
+#[test]
+fn fitted_profiles_reproduce_their_fitting_cells() {
+    let near = |sim: f64, published: f64, what: &str| {
+        let err = sim / published - 1.0;
+        assert!(err.abs() < 0.05, "{what}: {sim} vs {published} ({err:+.3})");
+    };
+    let e2 = builtin_text("intel-s3520");
+    near(
+        cell("E2", "none", &e2, "writers", Ddir::Write).0,
+        3208.0,
+        "E2 none writers IOPS",
+    );
+    let e3 = builtin_text("micron-9100");
+    near(
+        cell("E3", "none", &e3, "writers", Ddir::Write).0,
+        11484.0,
+        "E3 none writers IOPS",
+    );
+    near(
+        cell("E3", "none", &e3, "reader_20", Ddir::Read).1,
+        1.367,
+        "E3 none read latency",
+    );
+}
