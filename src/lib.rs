@@ -8,6 +8,7 @@
 //! `cgroup` holds weights and I/O priority classes; `lab` drives real devices.
 
 pub mod block;
+pub mod cache;
 pub mod cgroup;
 pub mod cli;
 pub mod device;
