@@ -93,6 +93,7 @@ fn meta() -> ElevatorMeta {
         warnings: Vec::new(),
         switch_log: vec![],
         disk_stats: None,
+        page_cache: None,
     }
 }
 

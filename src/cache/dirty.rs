@@ -330,8 +330,10 @@ mod tests {
             bg: 100_000,
             thresh: 200_000,
         };
-        let mut d = Dirtier::default();
-        d.nr_dirtied = 32;
+        let mut d = Dirtier {
+            nr_dirtied: 32,
+            ..Dirtier::default()
+        };
         let s = |dirty| DomainState {
             limits: l,
             reclaimable: dirty,

@@ -351,8 +351,7 @@ impl PageCache {
             self.apply(file, start, end, true, |s| s);
             return;
         }
-        for i in 0..missing.len() {
-            let (s, e) = missing[i];
+        for &(s, e) in missing.iter() {
             self.apply(file, s, e, true, |st| st.or(Some(PageState::Reading)));
         }
         self.evict();
@@ -529,8 +528,7 @@ impl PageCache {
                 pos = stop;
             }
         }
-        for i in 0..runs.len() {
-            let (s, e) = runs[i];
+        for &(s, e) in runs.iter() {
             self.apply(file, s, e, false, |st| match st {
                 Some(PageState::Dirty) => Some(PageState::Writeback),
                 s => s,

@@ -792,6 +792,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
             Key::LatPercentiles => b.spec.lat_percentiles = on,
             Key::SlatPercentiles => b.spec.slat_percentiles = on,
             Key::EndFsync => b.spec.end_fsync = on,
+            Key::Invalidate => b.spec.invalidate = on,
+            Key::PreRead => b.spec.pre_read = on,
             Key::PerJobLogs => b.spec.per_job_logs = on,
             Key::LogOffset => b.spec.log_offset = on,
             Key::LogPrio => b.spec.log_prio = on,
@@ -1055,6 +1057,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::LatPercentiles
         | Key::SlatPercentiles
         | Key::EndFsync
+        | Key::Invalidate
+        | Key::PreRead
         | Key::PerJobLogs
         | Key::LogOffset
         | Key::LogPrio => unreachable_bool(def)?,

@@ -254,6 +254,11 @@ pub struct JobSpec {
     pub fsync: u32,
     pub fdatasync: u32,
     pub end_fsync: bool,
+    /// `invalidate` (default on): drop the file's clean cached pages at open
+    /// (`posix_fadvise(POSIX_FADV_DONTNEED)`); ignored with `pre_read`.
+    pub invalidate: bool,
+    /// `pre_read`: read the file into the page cache before the job starts.
+    pub pre_read: bool,
     /// `sync`: O_SYNC / O_DSYNC writes.
     pub sync_io: SyncIo,
 
@@ -410,6 +415,8 @@ impl JobSpec {
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
+            invalidate: true,
+            pre_read: false,
             sync_io: SyncIo::None,
             kb_base: 1024,
             description: None,

@@ -9,11 +9,12 @@ use super::costs::SyscallCosts;
 use super::{BioOwner, SleepReason, Task, TaskCx};
 use crate::block::request::{flags, Op};
 use crate::block::{BioDone, BioSubmit, BlockWait, Plug, SubmitResult};
+use crate::cache::PAGE;
 use crate::job::{Ddir, EngineKind, JobSpec, SyncIo};
 use crate::sim::event::Event;
 use crate::sim::time::Ns;
 use crate::stats::JobStats;
-use crate::workload::{Generator, IoUnit, RateLimiter};
+use crate::workload::{Generator, IoUnit, RateLimiter, Region};
 use std::collections::VecDeque;
 
 /// Where a job is in its life.
@@ -44,6 +45,11 @@ struct IoU {
     /// A synchronous O_SYNC/O_DSYNC write: after its data, the call flushes
     /// the device cache (`generic_write_sync` → `blkdev_issue_flush`).
     post_flush: bool,
+    /// A buffered read that missed: the page-cache file whose pages it
+    /// locked, up to date when its bios complete.
+    read_file: Option<u32>,
+    /// A buffered write's sleep in `balance_dirty_pages` after the copy.
+    pause: Ns,
 }
 
 /// One bio still to be submitted by a job.
@@ -108,6 +114,20 @@ pub struct FioJob {
     /// Scratch: units whose last bio the current call queued (their issue
     /// time is the call's end).
     issued: Vec<u32>,
+    /// Through the page cache (`direct=0` on an engine that reaches a
+    /// device): reads and writes copy to and from cached pages.
+    pub buffered: bool,
+    /// The job's files (device byte regions), for `invalidate`/`pre_read`.
+    files: Vec<Region>,
+    /// CPU time of the current call's page-cache work.
+    call_extra_ns: Ns,
+    /// Scratch: page runs a read misses.
+    missing: Vec<(u64, u64)>,
+    /// Time slept in `balance_dirty_pages`.
+    pub throttled_ns: Ns,
+    /// Over the dirty limit: call `balance_dirty_pages` again before the
+    /// next write.
+    rebalance: bool,
 }
 
 impl FioJob {
@@ -122,7 +142,10 @@ impl FioJob {
         costs: SyscallCosts,
     ) -> FioJob {
         let kind = spec.ioengine.kind;
-        let depth = depth(spec);
+        let buffered = !spec.direct && matches!(kind, EngineKind::Sync | EngineKind::Async);
+        // Buffered I/O is synchronous in the submit call (io_submit blocks on
+        // a cache miss or a throttled write, reference §7.1): one unit at a time.
+        let depth = if buffered { 1 } else { depth(spec) };
         FioJob {
             spec: spec.clone(),
             gen,
@@ -142,6 +165,12 @@ impl FioJob {
             stats_begun: false,
             ious: vec![IoU::default(); depth as usize + 1],
             free_slots: (0..depth + 1).rev().collect(),
+            buffered,
+            files: Vec::new(),
+            call_extra_ns: 0,
+            missing: Vec::new(),
+            throttled_ns: 0,
+            rebalance: false,
             inflight: 0,
             completed: Vec::new(),
             pending: VecDeque::new(),
@@ -172,12 +201,40 @@ impl FioJob {
             (None, c) => c,
         };
         self.deadline = run_limit.map_or(Ns::MAX, |l| at.saturating_add(l));
+        self.open_files(cx);
         task.sleep = None;
         cx.wake_at(task, at);
         if self.deadline != Ns::MAX {
             // The runtime limit wakes it too (not through wake_at: the start
             // wake-up stays armed).
             cx.events.push(self.deadline, Event::wake(task.id));
+        }
+    }
+
+    /// The job's files (device regions), for the page cache's open-time work.
+    pub fn set_files(&mut self, files: &[Region]) {
+        self.files = files.to_vec();
+    }
+
+    /// fio opens its files: `pre_read` reads them into the cache (outside
+    /// the measured phase), else `invalidate` drops their clean pages.
+    fn open_files(&mut self, cx: &mut TaskCx) {
+        if !self.buffered {
+            return;
+        }
+        let Some(cache) = cx.cache.as_deref_mut() else {
+            return;
+        };
+        for r in &self.files {
+            let (first, end) = (r.start / PAGE, (r.start + r.len).div_ceil(PAGE));
+            let Some(file) = cache.file_of(first) else {
+                continue;
+            };
+            if self.spec.pre_read {
+                cache.preload(file, first, end, cx.now);
+            } else if self.spec.invalidate {
+                cache.invalidate(file, first, end);
+            }
         }
     }
 
@@ -212,6 +269,12 @@ impl FioJob {
         }
         if iou.pieces_left == 0 {
             iou.done = at.max(iou.issue);
+            if let Some(file) = iou.read_file.take() {
+                let (first, end) = (iou.offset / PAGE, (iou.offset + iou.len).div_ceil(PAGE));
+                if let Some(c) = cx.cache.as_deref_mut() {
+                    c.read_done(file, first, end, cx.now);
+                }
+            }
             self.completed.push(slot as u32);
             if iou.done > cx.now {
                 // Delivered when the submit call that issued it has returned.
@@ -338,13 +401,17 @@ impl FioJob {
                 pieces_left: 0,
                 done: 0,
                 post_flush: false,
+                read_file: None,
+                pause: 0,
             };
             if io.ddir == Ddir::Write {
                 self.writes_since_sync += 1;
                 self.wrote = true;
             }
             self.ios_since_think += 1;
-            self.split_into_pieces(max_sectors, slot, io);
+            if !(self.buffered && self.through_cache(task, cx, max_sectors, slot, io)) {
+                self.split_into_pieces(max_sectors, slot, io);
+            }
             batch.push(slot);
             if self.spec.thinktime > 0 && self.ios_since_think >= self.spec.thinktime_blocks.max(1)
             {
@@ -378,6 +445,8 @@ impl FioJob {
             pieces_left: 1,
             done: 0,
             post_flush: false,
+            read_file: None,
+            pause: 0,
         };
         slot
     }
@@ -391,7 +460,7 @@ impl FioJob {
             _ => {
                 self.costs.aio_submit_base_ns + self.costs.aio_submit_per_io_ns * batch.len() as u64
             }
-        };
+        } + std::mem::take(&mut self.call_extra_ns);
         for &slot in batch {
             if self.ious[slot as usize].ddir.is_none() {
                 // fsync/fdatasync of a block device: blkdev_issue_flush sends
@@ -439,6 +508,9 @@ impl FioJob {
             cx.wake_at(task, at);
         } else {
             task.sleep = Some(SleepReason::Io);
+        }
+        if self.buffered {
+            self.complete_in_call(task, cx, batch);
         }
     }
 
@@ -570,6 +642,136 @@ impl FioJob {
             self.stats_begun = true;
         }
         self.stats.end(now);
+    }
+
+    /// A buffered read or write through the page cache. Returns false when
+    /// the I/O does not go through it (a trim, or no cached file there).
+    fn through_cache(
+        &mut self,
+        task: &mut Task,
+        cx: &mut TaskCx,
+        max_sectors: u64,
+        slot: u32,
+        io: IoUnit,
+    ) -> bool {
+        let Some(cache) = cx.cache.as_deref_mut() else {
+            return false;
+        };
+        let (first, end) = (io.offset / PAGE, (io.offset + io.len).div_ceil(PAGE));
+        let Some(file) = cache.file_of(first) else {
+            return false;
+        };
+        let pages = end - first;
+        match io.ddir {
+            Ddir::Trim => false,
+            Ddir::Read => {
+                self.call_extra_ns += self.costs.page_read_ns * pages;
+                let mut missing = std::mem::take(&mut self.missing);
+                cache.read_begin(file, first, end, &mut missing);
+                let mut n = 0;
+                for &(s, e) in &missing {
+                    n += self.push_read_pieces(max_sectors, slot, s, e);
+                }
+                self.missing = missing;
+                if let Some(p) = self.pending.back_mut() {
+                    if p.slot == slot {
+                        p.last = true;
+                    }
+                }
+                let iou = &mut self.ious[slot as usize];
+                iou.pieces_left = n;
+                iou.read_file = (n > 0).then_some(file);
+                true
+            }
+            Ddir::Write => {
+                self.call_extra_ns += self.costs.page_write_ns * pages;
+                self.buffered_write(task, cx, slot, file, first, end);
+                true
+            }
+        }
+    }
+
+    /// Read bios for pages `[s, e)`, at most `max` sectors each; returns
+    /// how many.
+    fn push_read_pieces(&mut self, max: u64, slot: u32, s: u64, e: u64) -> u32 {
+        let mut sector = s * (PAGE / 512);
+        let mut left = (e - s) * (PAGE / 512);
+        let mut n = 0;
+        while left > 0 {
+            let take = left.min(max);
+            left -= take;
+            self.pending.push_back(Piece {
+                slot,
+                op: Op::Read,
+                sector,
+                nr_sectors: take as u32,
+                flags: 0,
+                last: false,
+            });
+            sector += take;
+            n += 1;
+        }
+        n
+    }
+
+    /// Copy into the cache: dirty the pages, wake the flusher for a newly
+    /// dirty inode, and throttle (`balance_dirty_pages_ratelimited`).
+    fn buffered_write(
+        &mut self,
+        task: &mut Task,
+        cx: &mut TaskCx,
+        slot: u32,
+        file: u32,
+        first: u64,
+        end: u64,
+    ) {
+        let now = cx.now;
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        let flusher = cache.flusher_task;
+        let mut wake = None;
+        if cache.write(file, first, end, task.id, now) {
+            // The first dirty inode: the flusher looks after the interval.
+            let interval = cache.vm.writeback_interval_ns();
+            if interval > 0 {
+                wake = Some(now.saturating_add(interval));
+            }
+        }
+        let mut pause = 0;
+        if self.rebalance || cache.should_balance(task.id) {
+            let t = cache.balance(task.id, now);
+            if t.kick_background && cache.over_background() {
+                wake = Some(now);
+            }
+            self.rebalance = t.over_limit;
+            pause = t.pause;
+        }
+        if let Some(at) = wake {
+            if cache.want_flusher(at) {
+                cx.events.push(at, Event::wake(flusher));
+            }
+        }
+        self.ious[slot as usize].pause = pause;
+    }
+
+    /// Units the call finished in the page cache (hits, writes) complete
+    /// when it returns, after a write's throttling pause.
+    fn complete_in_call(&mut self, task: &mut Task, cx: &mut TaskCx, batch: &[u32]) {
+        let end = task.busy_until;
+        for &slot in batch {
+            let iou = &mut self.ious[slot as usize];
+            if iou.ddir.is_none() || iou.pieces_left > 0 || iou.done != 0 {
+                continue;
+            }
+            iou.issue = end;
+            iou.done = end + iou.pause;
+            if iou.pause > 0 {
+                self.throttled_ns += iou.pause;
+                task.sleep = Some(SleepReason::DirtyThrottle);
+            }
+            let at = iou.done;
+            self.completed.push(slot);
+            cx.wake_at(task, at);
+        }
     }
 
     /// Split an I/O unit into bios of at most `max` sectors (bio splitting;
