@@ -163,3 +163,49 @@ fn bad_vm_settings_are_refused_by_name() {
         assert!(msg.contains(k), "{k}={v}: {msg}");
     }
 }
+
+/// (read requests, mean request KiB) of a run.
+fn reads(r: &RunReport) -> (u64, f64) {
+    let ds = r.elevator.disk_stats.as_ref().unwrap();
+    (
+        ds.read_ios,
+        ds.read_sectors as f64 / 2.0 / ds.read_ios.max(1) as f64,
+    )
+}
+
+#[test]
+fn readahead_request_sizes_follow_read_ahead_kb() {
+    let text = job("buffered-readahead.fio");
+    // (read_ahead_kb, fadvise_hint, requests the reference measured on 6.18)
+    let cases = [(128, 0, 133), (128, 1, 71), (512, 0, 38), (512, 1, 24)];
+    let mut means = Vec::new();
+    for (ra, hint, measured) in cases {
+        let t = text.replace("bs=4k", &format!("bs=4k\nfadvise_hint={hint}"));
+        let r = run(&spec("ra", &t).set("read_ahead_kb", &ra.to_string()));
+        let (n, mean) = reads(&r);
+        // Within 15 %: 6.x's large-folio alignment adds a few small early
+        // requests the 4.x ramp modelled here does not have.
+        let err = (n as f64 - measured as f64).abs() / measured as f64;
+        assert!(
+            err < 0.15,
+            "ra {ra} hint {hint}: {n} requests, measured {measured}"
+        );
+        means.push(mean);
+    }
+    assert!(means[2] > 3.0 * means[0], "512 vs 128 KiB: {means:?}");
+    assert!(
+        means[1] > 1.8 * means[0],
+        "FADV_SEQUENTIAL doubles: {means:?}"
+    );
+}
+
+#[test]
+fn random_reads_stay_4k() {
+    let text = job("buffered-readahead.fio").replace("rw=read", "rw=randread");
+    let (n, mean) = reads(&run(&spec("rr", &text)));
+    assert_eq!(n, 4096);
+    assert_eq!(
+        mean, 4.0,
+        "fio's FADV_RANDOM: every miss reads exactly 4 KiB"
+    );
+}

@@ -248,21 +248,22 @@ pub fn balance(d: &mut Dirtier, s: &DomainState, now: Ns) -> Throttle {
     }
     d.nr_dirtied_pause = poll;
     if task_ratelimit == 0 {
-        d.paused_when = now + max_p;
+        d.paused_when = now.saturating_add(max_p);
         return Throttle {
             pause: max_p,
             over_limit: true,
             kick_background: true,
         };
     }
-    let period = pages * NS_PER_SEC / task_ratelimit;
+    let period = (u128::from(pages) * u128::from(NS_PER_SEC) / u128::from(task_ratelimit))
+        .min(u128::from(Ns::MAX)) as Ns;
     let since = now.saturating_sub(d.paused_when);
-    if period < since + min_p {
+    if period < since.saturating_add(min_p) {
         // Too short to sleep: forget a long think time, else carry the debt.
-        if since > period + NS_PER_SEC {
+        if since > period.saturating_add(NS_PER_SEC) {
             d.paused_when = now;
         } else {
-            d.paused_when += period;
+            d.paused_when = d.paused_when.saturating_add(period);
         }
         return Throttle {
             pause: 0,
@@ -271,7 +272,7 @@ pub fn balance(d: &mut Dirtier, s: &DomainState, now: Ns) -> Throttle {
         };
     }
     let pause = (period - since).min(max_p);
-    d.paused_when = now + pause;
+    d.paused_when = now.saturating_add(pause);
     Throttle {
         pause,
         over_limit: false,

@@ -23,6 +23,7 @@
 
 pub mod dirty;
 pub mod extents;
+pub mod readahead;
 pub mod vm;
 
 use crate::sim::time::{Ns, NS_PER_SEC};
@@ -303,7 +304,7 @@ impl PageCache {
                 i += 1;
                 i % 2 == 1
             });
-            self.view.sample_every *= 2;
+            self.view.sample_every = self.view.sample_every.saturating_mul(2);
         }
         self.view.samples.push(Sample {
             at: now,
@@ -311,7 +312,8 @@ impl PageCache {
             writeback_pages: c.writeback,
             cached_pages: c.cached,
         });
-        self.next_sample = now - now % self.view.sample_every + self.view.sample_every;
+        self.next_sample =
+            (now - now % self.view.sample_every).saturating_add(self.view.sample_every);
     }
 
     /// Take the sample due at `now`, if any (tasks call it as they act).
@@ -321,12 +323,9 @@ impl PageCache {
 
     // ---- reads ----
 
-    /// The runs of `[start, end)` a read must fetch from the device (pages
-    /// not in the cache), in order; they become `Reading`. Pages another
-    /// read has locked are fetched again (pitfall: the kernel would wait on
-    /// the locked folio instead; two fio jobs rarely read the same absent
-    /// page at the same instant).
-    pub fn read_begin(&mut self, file: u32, start: u64, end: u64, missing: &mut Vec<(u64, u64)>) {
+    /// The runs of `[start, end)` not in the cache, in order; they become
+    /// `Reading` (locked, I/O to be submitted by the caller).
+    pub fn fetch(&mut self, file: u32, start: u64, end: u64, missing: &mut Vec<(u64, u64)>) {
         missing.clear();
         let mut found = std::mem::take(&mut self.scratch);
         self.files[file as usize]
@@ -334,27 +333,82 @@ impl PageCache {
             .overlapping(start, end, &mut found);
         let mut pos = start;
         for e in &found {
-            if e.start > pos {
-                push_run(missing, pos, e.start);
-            }
-            if e.state == PageState::Reading {
-                push_run(missing, e.start, e.end);
-            }
+            push_run(missing, pos, e.start);
             pos = e.end;
         }
-        if pos < end {
-            push_run(missing, pos, end);
-        }
+        push_run(missing, pos, end);
         self.scratch = found;
-        if missing.is_empty() {
-            // A hit: mark the pages accessed (folio_mark_accessed).
-            self.apply(file, start, end, true, |s| s);
-            return;
-        }
         for &(s, e) in missing.iter() {
             self.apply(file, s, e, true, |st| st.or(Some(PageState::Reading)));
         }
         self.evict();
+    }
+
+    /// Runs of `[start, end)` locked for a read in flight.
+    pub fn reading_runs(&self, file: u32, start: u64, end: u64, out: &mut Vec<(u64, u64)>) {
+        out.clear();
+        let mut found = Vec::new();
+        self.files[file as usize]
+            .pages
+            .overlapping(start, end, &mut found);
+        for e in found.iter().filter(|e| e.state == PageState::Reading) {
+            push_run(out, e.start, e.end);
+        }
+    }
+
+    /// The first page of `[start, end)` not in the cache.
+    pub fn first_absent(&self, file: u32, start: u64, end: u64) -> Option<u64> {
+        let pages = &self.files[file as usize].pages;
+        let mut pos = start;
+        while pos < end {
+            match pages.at(pos) {
+                Some(e) => pos = e.end,
+                None => return Some(pos),
+            }
+        }
+        None
+    }
+
+    /// Whether every page of `[start, end)` is cached and up to date.
+    pub fn uptodate(&self, file: u32, start: u64, end: u64) -> bool {
+        let pages = &self.files[file as usize].pages;
+        let mut pos = start;
+        while pos < end {
+            match pages.at(pos) {
+                Some(e) if e.state.is_uptodate() => pos = e.end,
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Whether `page` is in the cache (up to date or being read).
+    pub fn present(&self, file: u32, page: u64) -> bool {
+        self.files[file as usize].pages.at(page).is_some()
+    }
+
+    /// Cached pages just before `page`, at most `max` (context readahead's
+    /// `count_history_pages`).
+    pub fn cached_before(&self, file: u32, page: u64, max: u64) -> u64 {
+        let f = &self.files[file as usize];
+        let mut n = 0;
+        let mut pos = page;
+        while n < max && pos > f.first {
+            match f.pages.at(pos - 1) {
+                Some(e) => {
+                    n += pos - e.start;
+                    pos = e.start;
+                }
+                None => break,
+            }
+        }
+        n.min(max)
+    }
+
+    /// A read copied `[start, end)`: mark the pages accessed
+    /// (`folio_mark_accessed`).
+    pub fn touch(&mut self, file: u32, start: u64, end: u64) {
+        self.apply(file, start, end, true, |s| s);
     }
 
     /// A read of `[start, end)` completed: its locked pages are up to date.

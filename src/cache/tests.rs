@@ -54,15 +54,19 @@ fn overlapping_regions_are_one_file() {
 fn a_read_misses_then_hits() {
     let mut c = cache(1 << 30, &[(0, 1 << 20)]);
     let mut miss = Vec::new();
-    c.read_begin(0, 0, 4, &mut miss);
+    c.fetch(0, 0, 4, &mut miss);
     assert_eq!(miss, [(0, 4)]);
     assert_eq!(c.counts().reading, 4);
+    assert!(!c.uptodate(0, 0, 4));
+    assert_eq!(c.first_absent(0, 0, 8), Some(4));
     c.read_done(0, 0, 4, 10);
-    c.read_begin(0, 2, 6, &mut miss);
+    c.fetch(0, 2, 6, &mut miss);
     assert_eq!(miss, [(4, 6)], "only the absent pages are read");
     c.read_done(0, 4, 6, 20);
-    c.read_begin(0, 0, 6, &mut miss);
+    c.fetch(0, 0, 6, &mut miss);
     assert!(miss.is_empty());
+    assert!(c.uptodate(0, 0, 6));
+    assert_eq!(c.cached_before(0, 6, 100), 6);
     check(&c);
 }
 
@@ -74,19 +78,20 @@ fn eviction_takes_the_least_recently_used_clean_pages() {
     assert_eq!(cap, 15360);
     let mut miss = Vec::new();
     // Read A = [0, 100), then a big B, touch A again, then fill the rest.
-    c.read_begin(0, 0, 100, &mut miss);
+    c.fetch(0, 0, 100, &mut miss);
     c.read_done(0, 0, 100, 1);
-    c.read_begin(0, 1000, 1000 + cap - 200, &mut miss);
+    c.fetch(0, 1000, 1000 + cap - 200, &mut miss);
     c.read_done(0, 1000, 1000 + cap - 200, 2);
-    c.read_begin(0, 0, 100, &mut miss);
+    c.fetch(0, 0, 100, &mut miss);
     assert!(miss.is_empty());
-    c.read_begin(0, 50_000, 50_500, &mut miss);
+    c.touch(0, 0, 100);
+    c.fetch(0, 50_000, 50_500, &mut miss);
     c.read_done(0, 50_000, 50_500, 3);
     assert!(c.counts().cached <= cap);
     // A was used after B: it stays; B lost its oldest pages.
-    c.read_begin(0, 0, 100, &mut miss);
+    c.fetch(0, 0, 100, &mut miss);
     assert!(miss.is_empty(), "A evicted: {miss:?}");
-    c.read_begin(0, 1000, 1001, &mut miss);
+    c.fetch(0, 1000, 1001, &mut miss);
     assert_eq!(miss, [(1000, 1001)]);
     assert!(c.view.evicted_pages >= 400);
     check(&c);
@@ -98,7 +103,7 @@ fn dirty_pages_are_not_evicted_and_invalidate_keeps_them() {
     let cap = c.capacity();
     c.write(0, 0, 1000, 0, 0);
     let mut miss = Vec::new();
-    c.read_begin(0, 2000, 2000 + cap, &mut miss);
+    c.fetch(0, 2000, 2000 + cap, &mut miss);
     c.read_done(0, 2000, 2000 + cap, 1);
     assert_eq!(c.counts().dirty, 1000);
     assert_eq!(c.counts().cached, cap);
@@ -177,7 +182,7 @@ fn a_terabyte_file_stays_small() {
     // Stream through a quarter of it: the cache keeps one extent.
     let mut p = 0;
     while p < pages / 4 {
-        c.read_begin(0, p, p + 4096, &mut miss);
+        c.fetch(0, p, p + 4096, &mut miss);
         c.read_done(0, p, p + 4096, p);
         p += 4096;
     }

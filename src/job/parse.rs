@@ -1031,6 +1031,20 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         }
         Key::Fsync => s.fsync = u32_in(val()?, kb, 0, u32::MAX)?,
         Key::Fdatasync => s.fdatasync = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::FadviseHint => {
+            // fio 3.33 options.c: 0 → none, 1 → by the pattern, or a forced one.
+            s.fadvise_hint = match val()?.trim() {
+                "0" => FadviseHint::None,
+                "1" => FadviseHint::Auto,
+                "sequential" => FadviseHint::Sequential,
+                "random" => FadviseHint::Random,
+                t => {
+                    return Err(format!(
+                        "bad value '{t}'; expected one of: 0, 1, sequential, random"
+                    ))
+                }
+            }
+        }
         Key::Sync => {
             // fio 3.33 options.c: none|0 → 0, sync|1 → O_SYNC, dsync → O_DSYNC.
             s.sync_io = match val()?.trim() {

@@ -441,13 +441,14 @@ impl Simulation {
         self.finish()
     }
 
-    /// The jobs are done but the flusher still has bios out: the run goes
-    /// on until they complete (it starts no new writeback).
+    /// The jobs are done but the flusher (or a job's async readahead) still
+    /// has bios out: the run goes on until they complete (the flusher
+    /// starts no new writeback).
     fn writeback_out(&mut self) -> bool {
         match self.flusher.as_mut() {
             Some((_, f)) => {
                 f.stopping = true;
-                f.busy() > 0
+                f.busy() > 0 || self.tasks.iter().any(|t| t.job.bios_out() > 0)
             }
             None => false,
         }

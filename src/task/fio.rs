@@ -9,8 +9,9 @@ use super::costs::SyscallCosts;
 use super::{BioOwner, SleepReason, Task, TaskCx};
 use crate::block::request::{flags, Op};
 use crate::block::{BioDone, BioSubmit, BlockWait, Plug, SubmitResult};
-use crate::cache::PAGE;
-use crate::job::{Ddir, EngineKind, JobSpec, SyncIo};
+use crate::cache::readahead::RaState;
+use crate::cache::{PageCache, PAGE};
+use crate::job::{Ddir, EngineKind, FadviseHint, JobSpec, SyncIo};
 use crate::sim::event::Event;
 use crate::sim::time::Ns;
 use crate::stats::JobStats;
@@ -45,9 +46,6 @@ struct IoU {
     /// A synchronous O_SYNC/O_DSYNC write: after its data, the call flushes
     /// the device cache (`generic_write_sync` → `blkdev_issue_flush`).
     post_flush: bool,
-    /// A buffered read that missed: the page-cache file whose pages it
-    /// locked, up to date when its bios complete.
-    read_file: Option<u32>,
     /// A buffered write's sleep in `balance_dirty_pages` after the copy.
     pause: Ns,
 }
@@ -128,7 +126,17 @@ pub struct FioJob {
     /// Over the dirty limit: call `balance_dirty_pages` again before the
     /// next write.
     rebalance: bool,
+    /// Readahead state per open file (`file->f_ra`).
+    ra: Vec<(u32, RaState)>,
+    /// Read bios in flight by tag − RA_TAG_BASE: file pages `[s, e)`.
+    ra_bios: Vec<Option<(u32, u64, u64)>>,
+    ra_free: Vec<u32>,
+    /// The unit waiting for its pages: `(slot, file, first, end)`.
+    read_wait: Option<(u32, u32, u64, u64)>,
 }
+
+/// Bio tags from here up are page-cache reads (readahead), not I/O units.
+const RA_TAG_BASE: u32 = 1 << 30;
 
 impl FioJob {
     /// A job ready to start after `start_delay` once released. `gen` and
@@ -171,6 +179,10 @@ impl FioJob {
             missing: Vec::new(),
             throttled_ns: 0,
             rebalance: false,
+            ra: Vec::new(),
+            ra_bios: Vec::new(),
+            ra_free: Vec::new(),
+            read_wait: None,
             inflight: 0,
             completed: Vec::new(),
             pending: VecDeque::new(),
@@ -240,6 +252,10 @@ impl FioJob {
 
     /// A bio of this job completed at `at` (`tag` is its I/O unit).
     pub fn bio_done(&mut self, task: &mut Task, tag: u32, at: Ns, cx: &mut TaskCx) {
+        if tag >= RA_TAG_BASE {
+            self.ra_bio_done(task, tag - RA_TAG_BASE, at, cx);
+            return;
+        }
         let slot = tag as usize;
         let iou = &mut self.ious[slot];
         assert!(
@@ -269,12 +285,6 @@ impl FioJob {
         }
         if iou.pieces_left == 0 {
             iou.done = at.max(iou.issue);
-            if let Some(file) = iou.read_file.take() {
-                let (first, end) = (iou.offset / PAGE, (iou.offset + iou.len).div_ceil(PAGE));
-                if let Some(c) = cx.cache.as_deref_mut() {
-                    c.read_done(file, first, end, cx.now);
-                }
-            }
             self.completed.push(slot as u32);
             if iou.done > cx.now {
                 // Delivered when the submit call that issued it has returned.
@@ -401,7 +411,6 @@ impl FioJob {
                 pieces_left: 0,
                 done: 0,
                 post_flush: false,
-                read_file: None,
                 pause: 0,
             };
             if io.ddir == Ddir::Write {
@@ -445,7 +454,6 @@ impl FioJob {
             pieces_left: 1,
             done: 0,
             post_flush: false,
-            read_file: None,
             pause: 0,
         };
         slot
@@ -498,7 +506,9 @@ impl FioJob {
         } else {
             // io_submit plugs batches above AIO_PLUG_THRESHOLD (2, fs/aio.c); the
             // block-device direct I/O path plugs its bios too.
-            let plugged = batch.len() > 2 || self.kind == EngineKind::Sync;
+            // Readahead and writeback bios of a buffered call go out under
+            // a plug (read_pages, wb_writeback).
+            let plugged = batch.len() > 2 || self.kind == EngineKind::Sync || self.buffered;
             self.submit_pending(task, cx, plugged);
         }
         self.end_call(task, cx);
@@ -666,21 +676,7 @@ impl FioJob {
             Ddir::Trim => false,
             Ddir::Read => {
                 self.call_extra_ns += self.costs.page_read_ns * pages;
-                let mut missing = std::mem::take(&mut self.missing);
-                cache.read_begin(file, first, end, &mut missing);
-                let mut n = 0;
-                for &(s, e) in &missing {
-                    n += self.push_read_pieces(max_sectors, slot, s, e);
-                }
-                self.missing = missing;
-                if let Some(p) = self.pending.back_mut() {
-                    if p.slot == slot {
-                        p.last = true;
-                    }
-                }
-                let iou = &mut self.ious[slot as usize];
-                iou.pieces_left = n;
-                iou.read_file = (n > 0).then_some(file);
+                self.buffered_read(cx, max_sectors, slot, file, first, end);
                 true
             }
             Ddir::Write => {
@@ -691,27 +687,179 @@ impl FioJob {
         }
     }
 
-    /// Read bios for pages `[s, e)`, at most `max` sectors each; returns
-    /// how many.
-    fn push_read_pieces(&mut self, max: u64, slot: u32, s: u64, e: u64) -> u32 {
-        let mut sector = s * (PAGE / 512);
-        let mut left = (e - s) * (PAGE / 512);
-        let mut n = 0;
-        while left > 0 {
-            let take = left.min(max);
-            left -= take;
+    /// The readahead state of this job's open `file` (`f_ra`, set at open
+    /// from `read_ahead_kb` and fio's fadvise hint).
+    fn ra_state(&mut self, file: u32, read_ahead_kb: u32) -> usize {
+        if let Some(i) = self.ra.iter().position(|(f, _)| *f == file) {
+            return i;
+        }
+        let random = self.spec.rw.is_random();
+        let (seq_hint, rand_hint) = match self.spec.fadvise_hint {
+            FadviseHint::None => (false, false),
+            FadviseHint::Auto => (!random, random),
+            FadviseHint::Sequential => (true, false),
+            FadviseHint::Random => (false, true),
+        };
+        self.ra
+            .push((file, RaState::open(read_ahead_kb, seq_hint, rand_hint)));
+        self.ra.len() - 1
+    }
+
+    /// A buffered read of pages `[first, end)` (`filemap_read`): a miss
+    /// starts synchronous readahead at the first absent page, touching the
+    /// marker starts the next window asynchronously; the unit completes
+    /// in the call when every page is up to date, else when the reads it
+    /// waits for complete.
+    fn buffered_read(
+        &mut self,
+        cx: &mut TaskCx,
+        max_sectors: u64,
+        slot: u32,
+        file: u32,
+        first: u64,
+        end: u64,
+    ) {
+        let ra_kb = cx.block.knobs().read_ahead_kb;
+        let io_pages = max_sectors / (PAGE / 512);
+        let i = self.ra_state(file, ra_kb);
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        let base = cache.files()[file as usize].first;
+        let mut ra = self.ra[i].1;
+        if let Some(p) = cache.first_absent(file, first, end) {
+            let w = ra.ondemand(p - base, end - p, false, io_pages, |max| {
+                cache.cached_before(file, p, max)
+            });
+            self.read_window(
+                cache,
+                max_sectors,
+                file,
+                base + w.start,
+                base + w.start + w.size,
+            );
+        }
+        if let Some(m) = ra.marker().map(|m| base + m) {
+            if (first..end).contains(&m) && cache.present(file, m) {
+                let w = ra.ondemand(m - base, end - m, true, io_pages, |_| 0);
+                self.read_window(
+                    cache,
+                    max_sectors,
+                    file,
+                    base + w.start,
+                    base + w.start + w.size,
+                );
+            }
+        }
+        ra.prev = Some(end - 1 - base);
+        self.ra[i].1 = ra;
+        // Pages the windows did not cover, or locked by another job's read
+        // (pitfall: the kernel would wait on that folio; the model reads it
+        // again rather than track other jobs' reads).
+        self.read_window(cache, max_sectors, file, first, end);
+        let mut locked = std::mem::take(&mut self.missing);
+        cache.reading_runs(file, first, end, &mut locked);
+        for &(s, e) in &locked {
+            if !self.ra_covers(file, s, e) {
+                self.submit_read_run(max_sectors, file, s, e);
+            }
+        }
+        self.missing = locked;
+        if cache.uptodate(file, first, end) {
+            cache.touch(file, first, end);
+            return;
+        }
+        self.read_wait = Some((slot, file, first, end));
+        // Not done in the call: it waits for the pages' reads.
+        self.ious[slot as usize].pieces_left = 1;
+        self.issued.push(slot);
+    }
+
+    /// Read the absent pages of `[s, e)` (they become locked).
+    fn read_window(&mut self, cache: &mut PageCache, max_sectors: u64, file: u32, s: u64, e: u64) {
+        let end = e.min(cache.files()[file as usize].end);
+        let mut missing = std::mem::take(&mut self.missing);
+        cache.fetch(file, s, end, &mut missing);
+        for &(a, b) in &missing {
+            self.submit_read_run(max_sectors, file, a, b);
+        }
+        self.missing = missing;
+    }
+
+    /// Whether this job's readahead bios in flight cover `[s, e)` of `file`.
+    fn ra_covers(&self, file: u32, s: u64, e: u64) -> bool {
+        let mut pos = s;
+        while pos < e {
+            let next = self
+                .ra_bios
+                .iter()
+                .flatten()
+                .find_map(|&(f, a, b)| (f == file && a <= pos && pos < b).then_some(b));
+            match next {
+                Some(b) => pos = b,
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Queue read bios for pages `[s, e)`, at most `max` sectors each,
+    /// each with a readahead tag of its own.
+    fn submit_read_run(&mut self, max: u64, file: u32, s: u64, e: u64) {
+        let per_bio = (max / (PAGE / 512)).max(1);
+        let mut p = s;
+        while p < e {
+            let n = (e - p).min(per_bio);
+            let idx = match self.ra_free.pop() {
+                Some(i) => i,
+                None => {
+                    self.ra_bios.push(None);
+                    (self.ra_bios.len() - 1) as u32
+                }
+            };
+            self.ra_bios[idx as usize] = Some((file, p, p + n));
             self.pending.push_back(Piece {
-                slot,
+                slot: RA_TAG_BASE + idx,
                 op: Op::Read,
-                sector,
-                nr_sectors: take as u32,
+                sector: p * (PAGE / 512),
+                nr_sectors: (n * (PAGE / 512)) as u32,
                 flags: 0,
                 last: false,
             });
-            sector += take;
-            n += 1;
+            p += n;
         }
-        n
+    }
+
+    /// A readahead bio completed: its pages are up to date; a unit waiting
+    /// for them completes.
+    fn ra_bio_done(&mut self, task: &mut Task, idx: u32, at: Ns, cx: &mut TaskCx) {
+        let (file, s, e) = self.ra_bios[idx as usize]
+            .take()
+            .expect("readahead bio completed twice");
+        self.ra_free.push(idx);
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        cache.read_done(file, s, e, cx.now);
+        let Some((slot, wf, first, end)) = self.read_wait else {
+            return;
+        };
+        if !cache.uptodate(wf, first, end) {
+            return;
+        }
+        cache.touch(wf, first, end);
+        self.read_wait = None;
+        let iou = &mut self.ious[slot as usize];
+        iou.pieces_left = 0;
+        iou.done = at.max(iou.issue);
+        self.completed.push(slot);
+        if iou.done > cx.now {
+            let at = iou.done;
+            cx.wake_at(task, at);
+        } else {
+            cx.step_again(task.id);
+        }
+    }
+
+    /// Readahead bios still out (the run waits for them at its end).
+    pub fn bios_out(&self) -> usize {
+        self.ra_bios.len() - self.ra_free.len()
     }
 
     /// Copy into the cache: dirty the pages, wake the flusher for a newly
@@ -763,7 +911,7 @@ impl FioJob {
                 continue;
             }
             iou.issue = end;
-            iou.done = end + iou.pause;
+            iou.done = end.saturating_add(iou.pause);
             if iou.pause > 0 {
                 self.throttled_ns += iou.pause;
                 task.sleep = Some(SleepReason::DirtyThrottle);
