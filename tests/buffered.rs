@@ -209,3 +209,29 @@ fn random_reads_stay_4k() {
         "fio's FADV_RANDOM: every miss reads exactly 4 KiB"
     );
 }
+
+#[test]
+fn fsync_writes_back_then_flushes() {
+    let text = job("buffered-fsync.fio");
+    let stats = |t: &str| {
+        let r = run(&spec("fsync", t));
+        let ds = r.elevator.disk_stats.clone().unwrap();
+        let syncs = r.jobs[0].stats.sync_total;
+        (ds, syncs, r)
+    };
+    // fsync=1: one data write and one flush per write; all data written.
+    let (ds, syncs, _) = stats(&text);
+    assert_eq!(syncs, 1024);
+    assert_eq!(ds.flush_ios, 1024);
+    assert_eq!(ds.write_sectors, 4 << 11);
+    // O_SYNC: the same I/O, no fsync calls of fio's.
+    let (ds, syncs, _) = stats(&text.replace("fsync=1", "sync=1"));
+    assert_eq!((syncs, ds.flush_ios, ds.write_sectors), (0, 1024, 4 << 11));
+    // end_fsync: one fsync writes everything back at the end.
+    let (ds, syncs, _) = stats(&text.replace("fsync=1", "end_fsync=1"));
+    assert_eq!((syncs, ds.flush_ios, ds.write_sectors), (1, 1, 4 << 11));
+    // No sync at all: nothing reaches the device while the job runs.
+    let (ds, _, r) = stats(&text.replace("fsync=1", ""));
+    assert_eq!(ds.write_ios, 0, "all absorbed");
+    assert!(r.jobs[0].stats.runtime_ns() < 50 * NS_PER_MS);
+}

@@ -126,6 +126,8 @@ pub struct PageCache {
     flusher_wake: Option<Ns>,
     /// The flusher task (the engine sets it).
     pub flusher_task: u32,
+    /// Tasks waiting for writeback to end (fsync, `folio_wait_writeback`).
+    writeback_waiters: Vec<u32>,
     next_turn: u64,
     pub view: CacheView,
     next_sample: Ns,
@@ -176,6 +178,7 @@ impl PageCache {
             last_dirtied: vec![None; setup.tasks],
             flusher_wake: None,
             flusher_task: u32::MAX,
+            writeback_waiters: Vec::new(),
             next_turn: 1,
             view: CacheView {
                 sample_every: NS_PER_SEC / 10,
@@ -594,6 +597,65 @@ impl PageCache {
             f.dirtied_when = None;
         }
         taken
+    }
+
+    /// WB_SYNC_ALL: every dirty page of `[start, end)` goes under writeback
+    /// (pages re-dirtied under writeback wait for it first); the runs go
+    /// to `runs`.
+    pub fn take_dirty_range(
+        &mut self,
+        file: u32,
+        start: u64,
+        end: u64,
+        runs: &mut Vec<(u64, u64)>,
+    ) {
+        runs.clear();
+        let mut found = std::mem::take(&mut self.scratch);
+        self.files[file as usize]
+            .pages
+            .overlapping(start, end, &mut found);
+        for e in found.iter().filter(|e| e.state == PageState::Dirty) {
+            push_run(runs, e.start, e.end);
+        }
+        self.scratch = found;
+        for &(s, e) in runs.iter() {
+            self.apply(file, s, e, false, |st| match st {
+                Some(PageState::Dirty) => Some(PageState::Writeback),
+                s => s,
+            });
+        }
+        let f = &mut self.files[file as usize];
+        if f.dirty == 0 {
+            f.dirtied_when = None;
+        }
+    }
+
+    /// Whether no page of `[start, end)` is dirty or under writeback.
+    pub fn clean_range(&self, file: u32, start: u64, end: u64) -> bool {
+        let pages = &self.files[file as usize].pages;
+        let mut pos = start;
+        while let Some(e) = pages.next_from(pos) {
+            if e.start >= end {
+                break;
+            }
+            if e.state.is_dirty() || e.state.is_writeback() {
+                return false;
+            }
+            pos = e.end;
+        }
+        true
+    }
+
+    /// `task` sleeps until some writeback completes.
+    pub fn wait_writeback(&mut self, task: u32) {
+        if !self.writeback_waiters.contains(&task) {
+            self.writeback_waiters.push(task);
+        }
+    }
+
+    /// Writeback completed: the waiting tasks go to `ready` to look again.
+    pub fn wake_writeback_waiters(&mut self, ready: &mut Vec<u32>) {
+        ready.append(&mut self.writeback_waiters);
     }
 
     /// The flusher used a whole chunk on `file` and it is still dirty: it

@@ -357,8 +357,8 @@ pub fn notices(jf: &JobFile) {
         .any(|j| !j.direct && j.ioengine.kind != EngineKind::Null)
     {
         note(
-            "note: buffered I/O (direct=0) goes through the page-cache model; fsync \
-             writeback and the ext4 journal are not modelled yet",
+            "note: buffered I/O (direct=0) goes through the page-cache model; files sit \
+             on the raw device (no ext4 journal: fsync is writeback + cache flush)",
         );
     }
     for j in &jf.jobs {

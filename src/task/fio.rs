@@ -128,15 +128,30 @@ pub struct FioJob {
     rebalance: bool,
     /// Readahead state per open file (`file->f_ra`).
     ra: Vec<(u32, RaState)>,
-    /// Read bios in flight by tag − RA_TAG_BASE: file pages `[s, e)`.
-    ra_bios: Vec<Option<(u32, u64, u64)>>,
+    /// Page-cache bios in flight (readahead reads, fsync writes) by tag −
+    /// RA_TAG_BASE.
+    ra_bios: Vec<Option<CacheBio>>,
     ra_free: Vec<u32>,
     /// The unit waiting for its pages: `(slot, file, first, end)`.
     read_wait: Option<(u32, u32, u64, u64)>,
+    /// The fsync (or O_SYNC write) unit waiting for its files' writeback.
+    sync_wait: Option<u32>,
+    /// Scratch: runs an fsync writes.
+    sync_runs: Vec<(u32, u64, u64)>,
 }
 
-/// Bio tags from here up are page-cache reads (readahead), not I/O units.
+/// Bio tags from here up are page-cache bios (readahead, fsync writeback),
+/// not I/O units.
 const RA_TAG_BASE: u32 = 1 << 30;
+
+/// A page-cache bio of a job: pages `[start, end)` of `file`.
+#[derive(Clone, Copy, Debug)]
+struct CacheBio {
+    file: u32,
+    start: u64,
+    end: u64,
+    write: bool,
+}
 
 impl FioJob {
     /// A job ready to start after `start_delay` once released. `gen` and
@@ -183,6 +198,8 @@ impl FioJob {
             ra_bios: Vec::new(),
             ra_free: Vec::new(),
             read_wait: None,
+            sync_wait: None,
+            sync_runs: Vec::new(),
             inflight: 0,
             completed: Vec::new(),
             pending: VecDeque::new(),
@@ -315,6 +332,15 @@ impl FioJob {
             self.stats_begun = true;
         }
         self.reap(task, cx);
+        if self.sync_wait.is_some() && self.pending.is_empty() {
+            cx.block.cpu_begin(task.cpu, now);
+            self.fsync_progress(task, cx);
+            self.end_call(task, cx);
+            if !task.blocked() {
+                task.sleep = Some(SleepReason::Fsync);
+            }
+            return false;
+        }
         if !self.pending.is_empty() {
             // Woken from a tag/freeze sleep: go on with the interrupted submission.
             cx.block.cpu_begin(task.cpu, now);
@@ -470,6 +496,11 @@ impl FioJob {
             }
         } + std::mem::take(&mut self.call_extra_ns);
         for &slot in batch {
+            if self.ious[slot as usize].ddir.is_none() && self.buffered && cx.cache.is_some() {
+                // fsync of cached data: write back first, flush after.
+                self.sync_wait = Some(slot);
+                continue;
+            }
             if self.ious[slot as usize].ddir.is_none() {
                 // fsync/fdatasync of a block device: blkdev_issue_flush sends
                 // an empty REQ_OP_WRITE | REQ_PREFLUSH bio (block/blk-flush.c).
@@ -510,6 +541,9 @@ impl FioJob {
             // a plug (read_pages, wb_writeback).
             let plugged = batch.len() > 2 || self.kind == EngineKind::Sync || self.buffered;
             self.submit_pending(task, cx, plugged);
+            if self.sync_wait.is_some() && self.pending.is_empty() {
+                self.fsync_progress(task, cx);
+            }
         }
         self.end_call(task, cx);
         // A full job acts again on its next completion; otherwise when the call returns.
@@ -682,6 +716,11 @@ impl FioJob {
             Ddir::Write => {
                 self.call_extra_ns += self.costs.page_write_ns * pages;
                 self.buffered_write(task, cx, slot, file, first, end);
+                if self.spec.sync_io != SyncIo::None {
+                    // O_SYNC/O_DSYNC: generic_write_sync syncs after the copy.
+                    self.sync_wait = Some(slot);
+                    self.ious[slot as usize].pieces_left = 1;
+                }
                 true
             }
         }
@@ -788,11 +827,9 @@ impl FioJob {
     fn ra_covers(&self, file: u32, s: u64, e: u64) -> bool {
         let mut pos = s;
         while pos < e {
-            let next = self
-                .ra_bios
-                .iter()
-                .flatten()
-                .find_map(|&(f, a, b)| (f == file && a <= pos && pos < b).then_some(b));
+            let next = self.ra_bios.iter().flatten().find_map(|b| {
+                (!b.write && b.file == file && b.start <= pos && pos < b.end).then_some(b.end)
+            });
             match next {
                 Some(b) => pos = b,
                 None => return false,
@@ -804,6 +841,12 @@ impl FioJob {
     /// Queue read bios for pages `[s, e)`, at most `max` sectors each,
     /// each with a readahead tag of its own.
     fn submit_read_run(&mut self, max: u64, file: u32, s: u64, e: u64) {
+        self.queue_cache_bios(max, file, s, e, false);
+    }
+
+    /// Queue page-cache bios for pages `[s, e)` of `file`: reads, or
+    /// WB_SYNC_ALL writes (REQ_SYNC, `wbc_to_write_flags`).
+    fn queue_cache_bios(&mut self, max: u64, file: u32, s: u64, e: u64, write: bool) {
         let per_bio = (max / (PAGE / 512)).max(1);
         let mut p = s;
         while p < e {
@@ -815,13 +858,18 @@ impl FioJob {
                     (self.ra_bios.len() - 1) as u32
                 }
             };
-            self.ra_bios[idx as usize] = Some((file, p, p + n));
+            self.ra_bios[idx as usize] = Some(CacheBio {
+                file,
+                start: p,
+                end: p + n,
+                write,
+            });
             self.pending.push_back(Piece {
                 slot: RA_TAG_BASE + idx,
-                op: Op::Read,
+                op: if write { Op::Write } else { Op::Read },
                 sector: p * (PAGE / 512),
                 nr_sectors: (n * (PAGE / 512)) as u32,
-                flags: 0,
+                flags: if write { flags::SYNC } else { 0 },
                 last: false,
             });
             p += n;
@@ -831,12 +879,17 @@ impl FioJob {
     /// A readahead bio completed: its pages are up to date; a unit waiting
     /// for them completes.
     fn ra_bio_done(&mut self, task: &mut Task, idx: u32, at: Ns, cx: &mut TaskCx) {
-        let (file, s, e) = self.ra_bios[idx as usize]
+        let b = self.ra_bios[idx as usize]
             .take()
-            .expect("readahead bio completed twice");
+            .expect("page-cache bio completed twice");
         self.ra_free.push(idx);
         let cache = cx.cache.as_deref_mut().expect("page cache");
-        cache.read_done(file, s, e, cx.now);
+        if b.write {
+            cache.writeback_done(b.file, b.start, b.end, at.max(cx.now));
+            cache.wake_writeback_waiters(cx.ready);
+            return;
+        }
+        cache.read_done(b.file, b.start, b.end, cx.now);
         let Some((slot, wf, first, end)) = self.read_wait else {
             return;
         };
@@ -860,6 +913,53 @@ impl FioJob {
     /// Readahead bios still out (the run waits for them at its end).
     pub fn bios_out(&self) -> usize {
         self.ra_bios.len() - self.ra_free.len()
+    }
+
+    /// WB_SYNC_ALL writeback of the job's files for an fsync, fdatasync or
+    /// O_SYNC write (`file_write_and_wait_range`), then the cache flush
+    /// (`blkdev_fsync` → `blkdev_issue_flush`: the block-device semantics;
+    /// the ext4 journal commit is not modelled). Each call writes the
+    /// dirty pages, waits while any page of the files is dirty or under
+    /// writeback (its own bios or the flusher's, which wake it), and sends
+    /// the flush once none is. Runs inside a call started with `cpu_begin`.
+    fn fsync_progress(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let Some(slot) = self.sync_wait else { return };
+        let max_sectors = cx.block.max_sectors().max(8) as u64;
+        let mut runs = std::mem::take(&mut self.missing);
+        let mut writes = std::mem::take(&mut self.sync_runs);
+        writes.clear();
+        let mut busy = false;
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        for r in &self.files {
+            let (first, end) = (r.start / PAGE, (r.start + r.len).div_ceil(PAGE));
+            let Some(file) = cache.file_of(first) else {
+                continue;
+            };
+            cache.take_dirty_range(file, first, end, &mut runs);
+            writes.extend(runs.iter().map(|&(s, e)| (file, s, e)));
+            busy |= !cache.clean_range(file, first, end);
+        }
+        if busy {
+            cache.wait_writeback(task.id);
+        }
+        self.missing = runs;
+        for &(file, s, e) in &writes {
+            self.queue_cache_bios(max_sectors, file, s, e, true);
+        }
+        self.sync_runs = writes;
+        if !busy {
+            self.sync_wait = None;
+            self.ious[slot as usize].pieces_left = 1;
+            self.pending.push_back(Piece {
+                slot,
+                op: Op::Write,
+                sector: 0,
+                nr_sectors: 0,
+                flags: flags::PREFLUSH,
+                last: true,
+            });
+        }
+        self.submit_pending(task, cx, true);
     }
 
     /// Copy into the cache: dirty the pages, wake the flusher for a newly

@@ -111,6 +111,7 @@ impl Flusher {
         self.free.push(tag);
         let cache = cx.cache.as_deref_mut().expect("page cache");
         cache.writeback_done(b.file, b.start, b.end, at.max(cx.now));
+        cache.wake_writeback_waiters(cx.ready);
         // Work that found every dirty page under writeback goes on now.
         let more = self.pass != Pass::Idle || cache.over_background();
         if more && !self.stopping && !task.blocked() {
