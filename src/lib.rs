@@ -25,6 +25,7 @@
 //! ```
 
 pub mod block;
+pub mod cache;
 pub mod cgroup;
 pub mod cli;
 pub mod device;

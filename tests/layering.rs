@@ -5,7 +5,8 @@
 //! ```text
 //! 0  sim (clock, events, rng)   machine   cgroup
 //! 1  job                        fio job files
-//! 2  workload   stats           I/O streams; fio's statistics
+//! 2  workload   stats   cache   I/O streams; fio's statistics; the page
+//!                               cache (dirty limits, throttling, writeback order)
 //! 3  block                      blk-mq and the interfaces it calls
 //!                               (elevator, driver)
 //! 4  sched   device   report    schedulers (+ registry); device models;
@@ -32,6 +33,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("job", 1),
     ("workload", 2),
     ("stats", 2),
+    ("cache", 2),
     ("block", 3),
     ("report", 4),
     ("sched", 4),

@@ -96,6 +96,7 @@ fn meta() -> ElevatorMeta {
         switch_log: vec![],
         disk_stats: None,
         kernel: None,
+        page_cache: None,
     }
 }
 

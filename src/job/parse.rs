@@ -792,6 +792,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
             Key::LatPercentiles => b.spec.lat_percentiles = on,
             Key::SlatPercentiles => b.spec.slat_percentiles = on,
             Key::EndFsync => b.spec.end_fsync = on,
+            Key::Invalidate => b.spec.invalidate = on,
+            Key::PreRead => b.spec.pre_read = on,
             Key::PerJobLogs => b.spec.per_job_logs = on,
             Key::LogOffset => b.spec.log_offset = on,
             Key::LogPrio => b.spec.log_prio = on,
@@ -1029,6 +1031,20 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         }
         Key::Fsync => s.fsync = u32_in(val()?, kb, 0, u32::MAX)?,
         Key::Fdatasync => s.fdatasync = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::FadviseHint => {
+            // fio 3.33 options.c: 0 → none, 1 → by the pattern, or a forced one.
+            s.fadvise_hint = match val()?.trim() {
+                "0" => FadviseHint::None,
+                "1" => FadviseHint::Auto,
+                "sequential" => FadviseHint::Sequential,
+                "random" => FadviseHint::Random,
+                t => {
+                    return Err(format!(
+                        "bad value '{t}'; expected one of: 0, 1, sequential, random"
+                    ))
+                }
+            }
+        }
         Key::Sync => {
             // fio 3.33 options.c: none|0 → 0, sync|1 → O_SYNC, dsync → O_DSYNC.
             s.sync_io = match val()?.trim() {
@@ -1055,6 +1071,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::LatPercentiles
         | Key::SlatPercentiles
         | Key::EndFsync
+        | Key::Invalidate
+        | Key::PreRead
         | Key::PerJobLogs
         | Key::LogOffset
         | Key::LogPrio => unreachable_bool(def)?,

@@ -99,6 +99,22 @@ pub struct IoEngine {
 /// into the open flags). On a block device, an O_DIRECT write then carries
 /// REQ_FUA (block/fops.c `dio_bio_write_op`), and a synchronous write call
 /// is followed by a cache flush (`generic_write_sync` → `blkdev_fsync`).
+/// fio's `fadvise_hint`: the `posix_fadvise` advice fio gives a file at
+/// open (`td_io_open_file`), which sets the kernel's readahead for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FadviseHint {
+    /// `0`: no advice (the device's `read_ahead_kb`).
+    None,
+    /// `1` (the default): FADV_RANDOM for random patterns, else
+    /// FADV_SEQUENTIAL.
+    #[default]
+    Auto,
+    /// `sequential`: FADV_SEQUENTIAL (twice the readahead window).
+    Sequential,
+    /// `random`: FADV_RANDOM (no readahead).
+    Random,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum SyncIo {
     /// `none` or `0` (the default).
@@ -254,6 +270,13 @@ pub struct JobSpec {
     pub fsync: u32,
     pub fdatasync: u32,
     pub end_fsync: bool,
+    /// `invalidate` (default on): drop the file's clean cached pages at open
+    /// (`posix_fadvise(POSIX_FADV_DONTNEED)`); ignored with `pre_read`.
+    pub invalidate: bool,
+    /// `pre_read`: read the file into the page cache before the job starts.
+    pub pre_read: bool,
+    /// `fadvise_hint`.
+    pub fadvise_hint: FadviseHint,
     /// `sync`: O_SYNC / O_DSYNC writes.
     pub sync_io: SyncIo,
 
@@ -410,6 +433,9 @@ impl JobSpec {
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
+            invalidate: true,
+            pre_read: false,
+            fadvise_hint: FadviseHint::Auto,
             sync_io: SyncIo::None,
             kb_base: 1024,
             description: None,

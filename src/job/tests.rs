@@ -510,7 +510,7 @@ fn other_modelled_options() {
 #[test]
 fn ignored_options_are_listed_once() {
     let f = ok(
-        "[global]\nthread\nverify=md5\n[a]\ninvalidate=0\nthread=1\nwrite_bw_log\n[b]\nfill_fs=1\n\
+        "[global]\nthread\nverify=md5\n[a]\nunlink=0\nthread=1\nwrite_bw_log\n[b]\nfill_fs=1\n\
                 ioscheduler=none\nverify=crc32c\nhipri\n",
     );
     assert_eq!(
@@ -518,7 +518,7 @@ fn ignored_options_are_listed_once() {
         vec![
             "thread",
             "verify",
-            "invalidate",
+            "unlink",
             "fill_device",
             "ioscheduler",
             "hipri"

@@ -321,6 +321,9 @@ fn elevator_json(report: &RunReport) -> J {
         }
         o.val("disk_stats", d.done());
     }
+    if let Some(pc) = &m.page_cache {
+        o.val("page_cache", page_cache(pc));
+    }
     let not_modelled: Vec<J> = report
         .jobs
         .iter()
@@ -523,5 +526,52 @@ fn dir_json(ts: &JobStats, rs: &GroupRun, d: usize, plus: bool) -> J {
         .float("iops_mean", mean)
         .float("iops_stddev", dev)
         .uint("iops_samples", ds.iops.samples);
+    o.done()
+}
+
+/// The page-cache view: thresholds, peaks and totals in KiB (`/proc/meminfo`
+/// units), the `vm.*` sysctls, per-job throttled time, and Dirty/Writeback
+/// samples over time.
+fn page_cache(pc: &super::PageCacheReport) -> J {
+    let v = &pc.view;
+    let kb = |pages: u64| pages * 4;
+    let mut o = Obj::new();
+    o.uint("capacity_kb", kb(v.capacity))
+        .uint("background_thresh_kb", kb(v.bg_thresh))
+        .uint("dirty_thresh_kb", kb(v.thresh))
+        .uint("peak_dirty_kb", kb(v.peak_dirty))
+        .uint("peak_writeback_kb", kb(v.peak_writeback))
+        .uint("written_back_kb", kb(v.written_pages))
+        .uint("read_in_kb", kb(v.read_pages))
+        .uint("evicted_kb", kb(v.evicted_pages));
+    let mut vm = Obj::new();
+    for (k, val) in &pc.vm {
+        vm.uint(k, *val);
+    }
+    o.val("vm", vm.done());
+    let throttled = pc
+        .throttled_ns
+        .iter()
+        .map(|(name, ns)| {
+            let mut t = Obj::new();
+            t.str("jobname", name).uint("throttled_ns", *ns);
+            t.done()
+        })
+        .collect();
+    o.val("throttled", J::Arr(throttled));
+    o.uint("sample_every_ns", v.sample_every);
+    let samples = v
+        .samples
+        .iter()
+        .map(|x| {
+            let mut t = Obj::new();
+            t.uint("at_ns", x.at)
+                .uint("Dirty_kb", kb(x.dirty_pages))
+                .uint("Writeback_kb", kb(x.writeback_pages))
+                .uint("Cached_kb", kb(x.cached_pages));
+            t.done()
+        })
+        .collect();
+    o.val("samples", J::Arr(samples));
     o.done()
 }

@@ -69,6 +69,20 @@ pub struct ElevatorMeta {
     /// The kernel era of a simulation run with `--kernel` (printed as
     /// `"kernel"`); None for the default (newest) kernel and for the lab.
     pub kernel: Option<String>,
+    /// The page cache over the run when some job did buffered I/O,
+    /// printed as `"page_cache"` (absent for direct I/O).
+    pub page_cache: Option<PageCacheReport>,
+}
+
+/// The page-cache view of a buffered run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PageCacheReport {
+    pub view: crate::cache::CacheView,
+    /// The `vm.*` sysctls in effect.
+    pub vm: Vec<(String, u64)>,
+    /// Per job (in job order): time its writer slept in
+    /// `balance_dirty_pages`.
+    pub throttled_ns: Vec<(String, u64)>,
 }
 
 /// What became of one requested scheduler switch.

@@ -8,18 +8,20 @@ use super::settings::{self, Settings};
 use super::{scheduler, scheduler_in, Error, InputError, Progress, RunSpec};
 use crate::block::elevator::ElevatorType;
 use crate::block::{BioDone, BlockLayer, Env, QueueSetup};
+use crate::cache::{CacheSetup, PageCache};
 use crate::cgroup::{CgroupTree, CgroupVersion, IoPrio, SET_PREFIX};
 use crate::device::{self, Profile};
 use crate::job::{EngineKind, JobFile};
 use crate::kernel::Era;
 use crate::machine::Machine;
-use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, RunReport};
+use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, PageCacheReport, RunReport};
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::rng::stream_seed;
 use crate::sim::time::{Ns, NS_PER_MS};
 use crate::stats::JobStats;
 use crate::task::costs::SyscallCosts;
 use crate::task::fio::{FioJob, Phase};
+use crate::task::flusher::Flusher;
 use crate::task::{BioOwner, Task, TaskCx, TaskKind};
 use crate::workload::{self, Generator, RateLimiter};
 use rand::Rng;
@@ -203,6 +205,11 @@ pub struct Simulation {
     scratch_steps: Vec<u32>,
     /// Jobs not yet Done or Skipped.
     active: usize,
+    /// The page cache and the device's flusher (task id `tasks.len()`),
+    /// when some job does buffered I/O; None keeps direct-I/O runs exactly
+    /// as they were.
+    cache: Option<PageCache>,
+    flusher: Option<(Task, Flusher)>,
 }
 
 impl Simulation {
@@ -271,6 +278,30 @@ impl Simulation {
             .map(|f| f.rsplit('/').next().unwrap_or(f).to_string())
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| cfg.profile.name.clone());
+        let buffered = tasks.iter().any(|t| t.job.buffered);
+        let (cache, flusher) = if buffered {
+            let files: Vec<(u64, u64)> = layouts
+                .iter()
+                .flat_map(|l| l.files.iter().map(|r| (r.start, r.len)))
+                .collect();
+            let mut cache = PageCache::new(&CacheSetup {
+                memory: cfg.machine.memory,
+                vm: cfg.settings.vm.clone(),
+                files,
+                tasks: tasks.len(),
+            });
+            let id = tasks.len() as u32;
+            cache.flusher_task = id;
+            // The flusher is an unbound kworker: the last CPU, root cgroup.
+            let cpu = (cpus - 1) as u16;
+            let task = Task::new(id, TaskKind::Flusher, cpu, 0, IoPrio::default());
+            (Some(cache), Some((task, Flusher::new(block.capacity()))))
+        } else {
+            (None, None)
+        };
+        for (t, l) in tasks.iter_mut().zip(&layouts) {
+            t.job.set_files(&l.files);
+        }
         let mut sim = Simulation {
             tasks,
             block,
@@ -284,6 +315,8 @@ impl Simulation {
             to_step: Vec::new(),
             scratch_steps: Vec::new(),
             active: 0,
+            cache,
+            flusher,
             cfg,
         };
         sim.active = sim
@@ -307,9 +340,30 @@ impl Simulation {
             done: &mut self.done,
             woken: &mut self.woken,
             ready: &mut self.to_step,
+            cache: self.cache.as_mut(),
         };
         let slot = &mut self.tasks[id as usize];
         (&mut slot.task, &mut slot.job, cx)
+    }
+
+    /// Whether task `id` is the flusher.
+    fn is_flusher(&self, id: u32) -> bool {
+        id as usize == self.tasks.len() && self.flusher.is_some()
+    }
+
+    /// The flusher's frame, body and context.
+    fn flusher_cx(&mut self) -> (&mut Task, &mut Flusher, TaskCx<'_>) {
+        let cx = TaskCx {
+            now: self.now,
+            block: &mut self.block,
+            events: &mut self.events,
+            done: &mut self.done,
+            woken: &mut self.woken,
+            ready: &mut self.to_step,
+            cache: self.cache.as_mut(),
+        };
+        let (task, body) = self.flusher.as_mut().expect("flusher");
+        (task, body, cx)
     }
 
     /// Start every waiting job whose predecessors (for stonewalls) are done.
@@ -352,6 +406,13 @@ impl Simulation {
             debug_assert!(t >= self.now, "time went backwards");
             self.now = t;
             match ev {
+                Event::Timer(TimerOwner::Task(j), _) if self.is_flusher(j) => {
+                    let (task, _) = self.flusher.as_mut().expect("flusher");
+                    if task.wake_pending == Some(t) {
+                        task.wake_pending = None;
+                    }
+                    self.step(j);
+                }
                 Event::Timer(TimerOwner::Task(j), _) => {
                     let task = &mut self.tasks[j as usize].task;
                     if task.wake_pending == Some(t) {
@@ -383,7 +444,10 @@ impl Simulation {
                 }
             }
             self.settle();
-            if self.active == 0 {
+            if let Some(c) = self.cache.as_mut() {
+                c.tick(t);
+            }
+            if self.active == 0 && !self.writeback_out() {
                 break;
             }
             counter += 1;
@@ -395,6 +459,19 @@ impl Simulation {
             }
         }
         self.finish()
+    }
+
+    /// The jobs are done but the flusher (or a job's async readahead) still
+    /// has bios out: the run goes on until they complete (the flusher
+    /// starts no new writeback).
+    fn writeback_out(&mut self) -> bool {
+        match self.flusher.as_mut() {
+            Some((_, f)) => {
+                f.stopping = true;
+                f.busy() > 0 || self.tasks.iter().any(|t| t.job.bios_out() > 0)
+            }
+            None => false,
+        }
     }
 
     /// Call into the block layer with an environment at time `now`.
@@ -417,7 +494,11 @@ impl Simulation {
             // wakes tag waiters from the freeing path.
             for i in 0..self.woken.len() {
                 let pid = self.woken[i];
-                let task = &mut self.tasks[pid as usize].task;
+                let task = if self.is_flusher(pid) {
+                    &mut self.flusher.as_mut().expect("flusher").0
+                } else {
+                    &mut self.tasks[pid as usize].task
+                };
                 if task.blocked() {
                     task.sleep = None;
                     self.to_step.push(pid);
@@ -428,6 +509,11 @@ impl Simulation {
             for i in 0..self.done.len() {
                 let d = self.done[i];
                 let owner = BioOwner::from_token(d.owner);
+                if self.is_flusher(owner.task) {
+                    let (task, f, mut cx) = self.flusher_cx();
+                    f.bio_done(task, owner.tag, d.at, &mut cx);
+                    continue;
+                }
                 let (task, job, mut cx) = self.task_cx(owner.task);
                 job.bio_done(task, owner.tag, d.at, &mut cx);
             }
@@ -447,6 +533,11 @@ impl Simulation {
 
     /// Task `id` acts at `self.now`.
     fn step(&mut self, id: u32) {
+        if self.is_flusher(id) {
+            let (task, f, mut cx) = self.flusher_cx();
+            f.step(task, &mut cx);
+            return;
+        }
         let (task, job, mut cx) = self.task_cx(id);
         if job.step(task, &mut cx) {
             self.active -= 1;
@@ -555,6 +646,15 @@ impl Simulation {
             .tasks
             .iter()
             .any(|t| t.job.phase != Phase::Skipped && t.job.kind != EngineKind::Null);
+        let page_cache = self.cache.as_ref().map(|c| PageCacheReport {
+            view: c.view.clone(),
+            vm: c.vm.all().map(|(n, v)| (n.to_string(), v)).collect(),
+            throttled_ns: self
+                .tasks
+                .iter()
+                .map(|t| (t.job.spec.name.clone(), t.job.throttled_ns))
+                .collect(),
+        });
         let jobs = self
             .tasks
             .into_iter()
@@ -596,6 +696,7 @@ impl Simulation {
                     .kernel
                     .as_ref()
                     .map(|_| self.cfg.era.version.to_string()),
+                page_cache,
                 spec: None,
                 warnings: std::mem::take(&mut self.block.warnings),
                 switch_log: super::switches::outcomes(

@@ -7,6 +7,7 @@ use super::InputError;
 use crate::block::cpu::CpuCosts;
 use crate::block::elevator::ElevatorType;
 use crate::block::knobs::{QueueKnobs, QUEUE_KNOBS};
+use crate::cache::vm::VmSettings;
 use crate::sched;
 
 /// Settings sorted by what they configure, in the order given.
@@ -19,6 +20,8 @@ pub struct Settings {
     pub cpu_costs: CpuCosts,
     /// `cgroup:PATH/FILE=VALUE`, in order (validated by the cgroup model).
     pub cgroup: Vec<(String, String)>,
+    /// `vm.NAME=VALUE`: the dirty-writeback sysctls, applied in order.
+    pub vm: VmSettings,
 }
 
 fn bad(setting: &Setting, message: String) -> InputError {
@@ -49,6 +52,8 @@ pub fn interpret(
             out.iosched.push((name.to_string(), v.to_string()));
         } else if let Some(name) = k.strip_prefix("cpu/") {
             set_cost(&mut out.cpu_costs, name, v).map_err(|e| bad(s, e))?;
+        } else if let Some(name) = k.strip_prefix("vm.") {
+            out.vm.set(name, v).map_err(|e| bad(s, e))?;
         } else if let Some(rest) = k.strip_prefix("cgroup:") {
             out.cgroup.push((rest.to_string(), v.to_string()));
         } else if QUEUE_KNOBS.contains(&k) {
@@ -57,7 +62,7 @@ pub fn interpret(
             return Err(bad(
                 s,
                 format!(
-                    "unknown setting '{k}' (queue knobs: {}; scheduler tunables: iosched/NAME; CPU costs: cpu/NAME; cgroup files: cgroup:PATH/FILE)",
+                    "unknown setting '{k}' (queue knobs: {}; scheduler tunables: iosched/NAME; CPU costs: cpu/NAME; cgroup files: cgroup:PATH/FILE; dirty writeback: vm.NAME)",
                     QUEUE_KNOBS.join(", ")
                 ),
             ));

@@ -9,11 +9,13 @@ use super::costs::SyscallCosts;
 use super::{BioOwner, SleepReason, Task, TaskCx};
 use crate::block::request::{flags, Op};
 use crate::block::{BioDone, BioSubmit, BlockWait, Plug, SubmitResult};
-use crate::job::{Ddir, EngineKind, JobSpec, SyncIo};
+use crate::cache::readahead::RaState;
+use crate::cache::{PageCache, PAGE};
+use crate::job::{Ddir, EngineKind, FadviseHint, JobSpec, SyncIo};
 use crate::sim::event::Event;
 use crate::sim::time::Ns;
 use crate::stats::JobStats;
-use crate::workload::{Generator, IoUnit, RateLimiter};
+use crate::workload::{Generator, IoUnit, RateLimiter, Region};
 use std::collections::VecDeque;
 
 /// Where a job is in its life.
@@ -44,6 +46,8 @@ struct IoU {
     /// A synchronous O_SYNC/O_DSYNC write: after its data, the call flushes
     /// the device cache (`generic_write_sync` → `blkdev_issue_flush`).
     post_flush: bool,
+    /// A buffered write's sleep in `balance_dirty_pages` after the copy.
+    pause: Ns,
 }
 
 /// One bio still to be submitted by a job.
@@ -108,6 +112,45 @@ pub struct FioJob {
     /// Scratch: units whose last bio the current call queued (their issue
     /// time is the call's end).
     issued: Vec<u32>,
+    /// Through the page cache (`direct=0` on an engine that reaches a
+    /// device): reads and writes copy to and from cached pages.
+    pub buffered: bool,
+    /// The job's files (device byte regions), for `invalidate`/`pre_read`.
+    files: Vec<Region>,
+    /// CPU time of the current call's page-cache work.
+    call_extra_ns: Ns,
+    /// Scratch: page runs a read misses.
+    missing: Vec<(u64, u64)>,
+    /// Time slept in `balance_dirty_pages`.
+    pub throttled_ns: Ns,
+    /// Over the dirty limit: call `balance_dirty_pages` again before the
+    /// next write.
+    rebalance: bool,
+    /// Readahead state per open file (`file->f_ra`).
+    ra: Vec<(u32, RaState)>,
+    /// Page-cache bios in flight (readahead reads, fsync writes) by tag −
+    /// RA_TAG_BASE.
+    ra_bios: Vec<Option<CacheBio>>,
+    ra_free: Vec<u32>,
+    /// The unit waiting for its pages: `(slot, file, first, end)`.
+    read_wait: Option<(u32, u32, u64, u64)>,
+    /// The fsync (or O_SYNC write) unit waiting for its files' writeback.
+    sync_wait: Option<u32>,
+    /// Scratch: runs an fsync writes.
+    sync_runs: Vec<(u32, u64, u64)>,
+}
+
+/// Bio tags from here up are page-cache bios (readahead, fsync writeback),
+/// not I/O units.
+const RA_TAG_BASE: u32 = 1 << 30;
+
+/// A page-cache bio of a job: pages `[start, end)` of `file`.
+#[derive(Clone, Copy, Debug)]
+struct CacheBio {
+    file: u32,
+    start: u64,
+    end: u64,
+    write: bool,
 }
 
 impl FioJob {
@@ -122,7 +165,10 @@ impl FioJob {
         costs: SyscallCosts,
     ) -> FioJob {
         let kind = spec.ioengine.kind;
-        let depth = depth(spec);
+        let buffered = !spec.direct && matches!(kind, EngineKind::Sync | EngineKind::Async);
+        // Buffered I/O is synchronous in the submit call (io_submit blocks on
+        // a cache miss or a throttled write, reference §7.1): one unit at a time.
+        let depth = if buffered { 1 } else { depth(spec) };
         FioJob {
             spec: spec.clone(),
             gen,
@@ -142,6 +188,18 @@ impl FioJob {
             stats_begun: false,
             ious: vec![IoU::default(); depth as usize + 1],
             free_slots: (0..depth + 1).rev().collect(),
+            buffered,
+            files: Vec::new(),
+            call_extra_ns: 0,
+            missing: Vec::new(),
+            throttled_ns: 0,
+            rebalance: false,
+            ra: Vec::new(),
+            ra_bios: Vec::new(),
+            ra_free: Vec::new(),
+            read_wait: None,
+            sync_wait: None,
+            sync_runs: Vec::new(),
             inflight: 0,
             completed: Vec::new(),
             pending: VecDeque::new(),
@@ -172,6 +230,7 @@ impl FioJob {
             (None, c) => c,
         };
         self.deadline = run_limit.map_or(Ns::MAX, |l| at.saturating_add(l));
+        self.open_files(cx);
         task.sleep = None;
         cx.wake_at(task, at);
         if self.deadline != Ns::MAX {
@@ -181,8 +240,39 @@ impl FioJob {
         }
     }
 
+    /// The job's files (device regions), for the page cache's open-time work.
+    pub fn set_files(&mut self, files: &[Region]) {
+        self.files = files.to_vec();
+    }
+
+    /// fio opens its files: `pre_read` reads them into the cache (outside
+    /// the measured phase), else `invalidate` drops their clean pages.
+    fn open_files(&mut self, cx: &mut TaskCx) {
+        if !self.buffered {
+            return;
+        }
+        let Some(cache) = cx.cache.as_deref_mut() else {
+            return;
+        };
+        for r in &self.files {
+            let (first, end) = (r.start / PAGE, (r.start + r.len).div_ceil(PAGE));
+            let Some(file) = cache.file_of(first) else {
+                continue;
+            };
+            if self.spec.pre_read {
+                cache.preload(file, first, end, cx.now);
+            } else if self.spec.invalidate {
+                cache.invalidate(file, first, end);
+            }
+        }
+    }
+
     /// A bio of this job completed at `at` (`tag` is its I/O unit).
     pub fn bio_done(&mut self, task: &mut Task, tag: u32, at: Ns, cx: &mut TaskCx) {
+        if tag >= RA_TAG_BASE {
+            self.ra_bio_done(task, tag - RA_TAG_BASE, at, cx);
+            return;
+        }
         let slot = tag as usize;
         let iou = &mut self.ious[slot];
         assert!(
@@ -242,6 +332,15 @@ impl FioJob {
             self.stats_begun = true;
         }
         self.reap(task, cx);
+        if self.sync_wait.is_some() && self.pending.is_empty() {
+            cx.block.cpu_begin(task.cpu, now);
+            self.fsync_progress(task, cx);
+            self.end_call(task, cx);
+            if !task.blocked() {
+                task.sleep = Some(SleepReason::Fsync);
+            }
+            return false;
+        }
         if !self.pending.is_empty() {
             // Woken from a tag/freeze sleep: go on with the interrupted submission.
             cx.block.cpu_begin(task.cpu, now);
@@ -338,13 +437,16 @@ impl FioJob {
                 pieces_left: 0,
                 done: 0,
                 post_flush: false,
+                pause: 0,
             };
             if io.ddir == Ddir::Write {
                 self.writes_since_sync += 1;
                 self.wrote = true;
             }
             self.ios_since_think += 1;
-            self.split_into_pieces(max_sectors, slot, io);
+            if !(self.buffered && self.through_cache(task, cx, max_sectors, slot, io)) {
+                self.split_into_pieces(max_sectors, slot, io);
+            }
             batch.push(slot);
             if self.spec.thinktime > 0 && self.ios_since_think >= self.spec.thinktime_blocks.max(1)
             {
@@ -378,6 +480,7 @@ impl FioJob {
             pieces_left: 1,
             done: 0,
             post_flush: false,
+            pause: 0,
         };
         slot
     }
@@ -391,8 +494,13 @@ impl FioJob {
             _ => {
                 self.costs.aio_submit_base_ns + self.costs.aio_submit_per_io_ns * batch.len() as u64
             }
-        };
+        } + std::mem::take(&mut self.call_extra_ns);
         for &slot in batch {
+            if self.ious[slot as usize].ddir.is_none() && self.buffered && cx.cache.is_some() {
+                // fsync of cached data: write back first, flush after.
+                self.sync_wait = Some(slot);
+                continue;
+            }
             if self.ious[slot as usize].ddir.is_none() {
                 // fsync/fdatasync of a block device: blkdev_issue_flush sends
                 // an empty REQ_OP_WRITE | REQ_PREFLUSH bio (block/blk-flush.c).
@@ -429,8 +537,13 @@ impl FioJob {
         } else {
             // io_submit plugs batches above AIO_PLUG_THRESHOLD (2, fs/aio.c); the
             // block-device direct I/O path plugs its bios too.
-            let plugged = batch.len() > 2 || self.kind == EngineKind::Sync;
+            // Readahead and writeback bios of a buffered call go out under
+            // a plug (read_pages, wb_writeback).
+            let plugged = batch.len() > 2 || self.kind == EngineKind::Sync || self.buffered;
             self.submit_pending(task, cx, plugged);
+            if self.sync_wait.is_some() && self.pending.is_empty() {
+                self.fsync_progress(task, cx);
+            }
         }
         self.end_call(task, cx);
         // A full job acts again on its next completion; otherwise when the call returns.
@@ -439,6 +552,9 @@ impl FioJob {
             cx.wake_at(task, at);
         } else {
             task.sleep = Some(SleepReason::Io);
+        }
+        if self.buffered {
+            self.complete_in_call(task, cx, batch);
         }
     }
 
@@ -570,6 +686,340 @@ impl FioJob {
             self.stats_begun = true;
         }
         self.stats.end(now);
+    }
+
+    /// A buffered read or write through the page cache. Returns false when
+    /// the I/O does not go through it (a trim, or no cached file there).
+    fn through_cache(
+        &mut self,
+        task: &mut Task,
+        cx: &mut TaskCx,
+        max_sectors: u64,
+        slot: u32,
+        io: IoUnit,
+    ) -> bool {
+        let Some(cache) = cx.cache.as_deref_mut() else {
+            return false;
+        };
+        let (first, end) = (io.offset / PAGE, (io.offset + io.len).div_ceil(PAGE));
+        let Some(file) = cache.file_of(first) else {
+            return false;
+        };
+        let pages = end - first;
+        match io.ddir {
+            Ddir::Trim => false,
+            Ddir::Read => {
+                self.call_extra_ns += self.costs.page_read_ns * pages;
+                self.buffered_read(cx, max_sectors, slot, file, first, end);
+                true
+            }
+            Ddir::Write => {
+                self.call_extra_ns += self.costs.page_write_ns * pages;
+                self.buffered_write(task, cx, slot, file, first, end);
+                if self.spec.sync_io != SyncIo::None {
+                    // O_SYNC/O_DSYNC: generic_write_sync syncs after the copy.
+                    self.sync_wait = Some(slot);
+                    self.ious[slot as usize].pieces_left = 1;
+                }
+                true
+            }
+        }
+    }
+
+    /// The readahead state of this job's open `file` (`f_ra`, set at open
+    /// from `read_ahead_kb` and fio's fadvise hint).
+    fn ra_state(&mut self, file: u32, read_ahead_kb: u32) -> usize {
+        if let Some(i) = self.ra.iter().position(|(f, _)| *f == file) {
+            return i;
+        }
+        let random = self.spec.rw.is_random();
+        let (seq_hint, rand_hint) = match self.spec.fadvise_hint {
+            FadviseHint::None => (false, false),
+            FadviseHint::Auto => (!random, random),
+            FadviseHint::Sequential => (true, false),
+            FadviseHint::Random => (false, true),
+        };
+        self.ra
+            .push((file, RaState::open(read_ahead_kb, seq_hint, rand_hint)));
+        self.ra.len() - 1
+    }
+
+    /// A buffered read of pages `[first, end)` (`filemap_read`): a miss
+    /// starts synchronous readahead at the first absent page, touching the
+    /// marker starts the next window asynchronously; the unit completes
+    /// in the call when every page is up to date, else when the reads it
+    /// waits for complete.
+    fn buffered_read(
+        &mut self,
+        cx: &mut TaskCx,
+        max_sectors: u64,
+        slot: u32,
+        file: u32,
+        first: u64,
+        end: u64,
+    ) {
+        let ra_kb = cx.block.knobs().read_ahead_kb;
+        let io_pages = max_sectors / (PAGE / 512);
+        let i = self.ra_state(file, ra_kb);
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        let base = cache.files()[file as usize].first;
+        let mut ra = self.ra[i].1;
+        if let Some(p) = cache.first_absent(file, first, end) {
+            let w = ra.ondemand(p - base, end - p, false, io_pages, |max| {
+                cache.cached_before(file, p, max)
+            });
+            self.read_window(
+                cache,
+                max_sectors,
+                file,
+                base + w.start,
+                base + w.start + w.size,
+            );
+        }
+        if let Some(m) = ra.marker().map(|m| base + m) {
+            if (first..end).contains(&m) && cache.present(file, m) {
+                let w = ra.ondemand(m - base, end - m, true, io_pages, |_| 0);
+                self.read_window(
+                    cache,
+                    max_sectors,
+                    file,
+                    base + w.start,
+                    base + w.start + w.size,
+                );
+            }
+        }
+        ra.prev = Some(end - 1 - base);
+        self.ra[i].1 = ra;
+        // Pages the windows did not cover, or locked by another job's read
+        // (pitfall: the kernel would wait on that folio; the model reads it
+        // again rather than track other jobs' reads).
+        self.read_window(cache, max_sectors, file, first, end);
+        let mut locked = std::mem::take(&mut self.missing);
+        cache.reading_runs(file, first, end, &mut locked);
+        for &(s, e) in &locked {
+            if !self.ra_covers(file, s, e) {
+                self.submit_read_run(max_sectors, file, s, e);
+            }
+        }
+        self.missing = locked;
+        if cache.uptodate(file, first, end) {
+            cache.touch(file, first, end);
+            return;
+        }
+        self.read_wait = Some((slot, file, first, end));
+        // Not done in the call: it waits for the pages' reads.
+        self.ious[slot as usize].pieces_left = 1;
+        self.issued.push(slot);
+    }
+
+    /// Read the absent pages of `[s, e)` (they become locked).
+    fn read_window(&mut self, cache: &mut PageCache, max_sectors: u64, file: u32, s: u64, e: u64) {
+        let end = e.min(cache.files()[file as usize].end);
+        let mut missing = std::mem::take(&mut self.missing);
+        cache.fetch(file, s, end, &mut missing);
+        for &(a, b) in &missing {
+            self.submit_read_run(max_sectors, file, a, b);
+        }
+        self.missing = missing;
+    }
+
+    /// Whether this job's readahead bios in flight cover `[s, e)` of `file`.
+    fn ra_covers(&self, file: u32, s: u64, e: u64) -> bool {
+        let mut pos = s;
+        while pos < e {
+            let next = self.ra_bios.iter().flatten().find_map(|b| {
+                (!b.write && b.file == file && b.start <= pos && pos < b.end).then_some(b.end)
+            });
+            match next {
+                Some(b) => pos = b,
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Queue read bios for pages `[s, e)`, at most `max` sectors each,
+    /// each with a readahead tag of its own.
+    fn submit_read_run(&mut self, max: u64, file: u32, s: u64, e: u64) {
+        self.queue_cache_bios(max, file, s, e, false);
+    }
+
+    /// Queue page-cache bios for pages `[s, e)` of `file`: reads, or
+    /// WB_SYNC_ALL writes (REQ_SYNC, `wbc_to_write_flags`).
+    fn queue_cache_bios(&mut self, max: u64, file: u32, s: u64, e: u64, write: bool) {
+        let per_bio = (max / (PAGE / 512)).max(1);
+        let mut p = s;
+        while p < e {
+            let n = (e - p).min(per_bio);
+            let idx = match self.ra_free.pop() {
+                Some(i) => i,
+                None => {
+                    self.ra_bios.push(None);
+                    (self.ra_bios.len() - 1) as u32
+                }
+            };
+            self.ra_bios[idx as usize] = Some(CacheBio {
+                file,
+                start: p,
+                end: p + n,
+                write,
+            });
+            self.pending.push_back(Piece {
+                slot: RA_TAG_BASE + idx,
+                op: if write { Op::Write } else { Op::Read },
+                sector: p * (PAGE / 512),
+                nr_sectors: (n * (PAGE / 512)) as u32,
+                flags: if write { flags::SYNC } else { 0 },
+                last: false,
+            });
+            p += n;
+        }
+    }
+
+    /// A readahead bio completed: its pages are up to date; a unit waiting
+    /// for them completes.
+    fn ra_bio_done(&mut self, task: &mut Task, idx: u32, at: Ns, cx: &mut TaskCx) {
+        let b = self.ra_bios[idx as usize]
+            .take()
+            .expect("page-cache bio completed twice");
+        self.ra_free.push(idx);
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        if b.write {
+            cache.writeback_done(b.file, b.start, b.end, at.max(cx.now));
+            cache.wake_writeback_waiters(cx.ready);
+            return;
+        }
+        cache.read_done(b.file, b.start, b.end, cx.now);
+        let Some((slot, wf, first, end)) = self.read_wait else {
+            return;
+        };
+        if !cache.uptodate(wf, first, end) {
+            return;
+        }
+        cache.touch(wf, first, end);
+        self.read_wait = None;
+        let iou = &mut self.ious[slot as usize];
+        iou.pieces_left = 0;
+        iou.done = at.max(iou.issue);
+        self.completed.push(slot);
+        if iou.done > cx.now {
+            let at = iou.done;
+            cx.wake_at(task, at);
+        } else {
+            cx.step_again(task.id);
+        }
+    }
+
+    /// Readahead bios still out (the run waits for them at its end).
+    pub fn bios_out(&self) -> usize {
+        self.ra_bios.len() - self.ra_free.len()
+    }
+
+    /// WB_SYNC_ALL writeback of the job's files for an fsync, fdatasync or
+    /// O_SYNC write (`file_write_and_wait_range`), then the cache flush
+    /// (`blkdev_fsync` → `blkdev_issue_flush`: the block-device semantics;
+    /// the ext4 journal commit is not modelled). Each call writes the
+    /// dirty pages, waits while any page of the files is dirty or under
+    /// writeback (its own bios or the flusher's, which wake it), and sends
+    /// the flush once none is. Runs inside a call started with `cpu_begin`.
+    fn fsync_progress(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let Some(slot) = self.sync_wait else { return };
+        let max_sectors = cx.block.max_sectors().max(8) as u64;
+        let mut runs = std::mem::take(&mut self.missing);
+        let mut writes = std::mem::take(&mut self.sync_runs);
+        writes.clear();
+        let mut busy = false;
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        for r in &self.files {
+            let (first, end) = (r.start / PAGE, (r.start + r.len).div_ceil(PAGE));
+            let Some(file) = cache.file_of(first) else {
+                continue;
+            };
+            cache.take_dirty_range(file, first, end, &mut runs);
+            writes.extend(runs.iter().map(|&(s, e)| (file, s, e)));
+            busy |= !cache.clean_range(file, first, end);
+        }
+        if busy {
+            cache.wait_writeback(task.id);
+        }
+        self.missing = runs;
+        for &(file, s, e) in &writes {
+            self.queue_cache_bios(max_sectors, file, s, e, true);
+        }
+        self.sync_runs = writes;
+        if !busy {
+            self.sync_wait = None;
+            self.ious[slot as usize].pieces_left = 1;
+            self.pending.push_back(Piece {
+                slot,
+                op: Op::Write,
+                sector: 0,
+                nr_sectors: 0,
+                flags: flags::PREFLUSH,
+                last: true,
+            });
+        }
+        self.submit_pending(task, cx, true);
+    }
+
+    /// Copy into the cache: dirty the pages, wake the flusher for a newly
+    /// dirty inode, and throttle (`balance_dirty_pages_ratelimited`).
+    fn buffered_write(
+        &mut self,
+        task: &mut Task,
+        cx: &mut TaskCx,
+        slot: u32,
+        file: u32,
+        first: u64,
+        end: u64,
+    ) {
+        let now = cx.now;
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        let flusher = cache.flusher_task;
+        let mut wake = None;
+        if cache.write(file, first, end, task.id, now) {
+            // The first dirty inode: the flusher looks after the interval.
+            let interval = cache.vm.writeback_interval_ns();
+            if interval > 0 {
+                wake = Some(now.saturating_add(interval));
+            }
+        }
+        let mut pause = 0;
+        if self.rebalance || cache.should_balance(task.id) {
+            let t = cache.balance(task.id, now);
+            if t.kick_background && cache.over_background() {
+                wake = Some(now);
+            }
+            self.rebalance = t.over_limit;
+            pause = t.pause;
+        }
+        if let Some(at) = wake {
+            if cache.want_flusher(at) {
+                cx.events.push(at, Event::wake(flusher));
+            }
+        }
+        self.ious[slot as usize].pause = pause;
+    }
+
+    /// Units the call finished in the page cache (hits, writes) complete
+    /// when it returns, after a write's throttling pause.
+    fn complete_in_call(&mut self, task: &mut Task, cx: &mut TaskCx, batch: &[u32]) {
+        let end = task.busy_until;
+        for &slot in batch {
+            let iou = &mut self.ious[slot as usize];
+            if iou.ddir.is_none() || iou.pieces_left > 0 || iou.done != 0 {
+                continue;
+            }
+            iou.issue = end;
+            iou.done = end.saturating_add(iou.pause);
+            if iou.pause > 0 {
+                self.throttled_ns += iou.pause;
+                task.sleep = Some(SleepReason::DirtyThrottle);
+            }
+            let at = iou.done;
+            self.completed.push(slot);
+            cx.wake_at(task, at);
+        }
     }
 
     /// Split an I/O unit into bios of at most `max` sectors (bio splitting;

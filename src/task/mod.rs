@@ -11,8 +11,10 @@
 
 pub mod costs;
 pub mod fio;
+pub mod flusher;
 
 use crate::block::{BioDone, BlockLayer, Env};
+use crate::cache::PageCache;
 use crate::cgroup::IoPrio;
 use crate::sim::event::{Event, EventQueue};
 use crate::sim::time::Ns;
@@ -25,6 +27,8 @@ pub type TaskId = u32;
 pub enum TaskKind {
     /// A fio job (one thread or process of `numjobs`).
     FioJob,
+    /// The device's writeback worker (`kworker/uN:M` flush-MAJ:MIN).
+    Flusher,
 }
 
 /// Why a task is not running.
@@ -131,6 +135,8 @@ pub struct TaskCx<'a> {
     pub woken: &'a mut Vec<u32>,
     /// Tasks to step again after this one, at the same time.
     pub ready: &'a mut Vec<TaskId>,
+    /// The page cache, when some job does buffered I/O.
+    pub cache: Option<&'a mut PageCache>,
 }
 
 impl TaskCx<'_> {

@@ -1,0 +1,308 @@
+//! The flusher: one kernel task per device doing its dirty-page writeback
+//! (fs/fs-writeback.c `wb_workfn` → `wb_do_writeback`, v6.0; the
+//! `kworker/uN:M` "flush-MAJ:MIN" work item). It is woken by the first
+//! dirty inode (`wb_wakeup_delayed`, after `dirty_writeback_centisecs`), by
+//! a throttled writer over the background threshold (immediately), and
+//! re-arms itself every `dirty_writeback_centisecs` while dirty inodes
+//! remain. Each run does, in order:
+//! 1. background writeback while NR_FILE_DIRTY > background threshold
+//!    (`wb_check_background_flush`): every dirty inode qualifies, oldest
+//!    first, `writeback_chunk_size()` pages per inode per turn;
+//! 2. periodic (kupdate) writeback once per interval
+//!    (`wb_check_old_data_flush`): whole inodes first dirtied more than
+//!    `dirty_expire_centisecs` ago, oldest first, in chunks.
+//!
+//! Per inode it takes contiguous runs of dirty pages from the inode's
+//! cyclic index and submits them as bios of at most `max_sectors_kb`,
+//! flagged REQ_BACKGROUND (`wbc_to_write_flags`), under one plug, from its
+//! own CPU. It never waits for its I/O; the block layer's tags hold it back.
+//!
+//! Pitfalls:
+//! - Background writeback stops as soon as *dirty* pages (not dirty +
+//!   writeback) are at the background threshold (`wb_over_bg_thresh`).
+//! - An inode still dirty after a whole chunk goes to the back of the
+//!   round (`b_more_io`), so big files are written round-robin.
+//! - When the jobs are done the flusher starts nothing new; the run only
+//!   waits for the bios it already has out.
+
+use super::{BioOwner, SleepReason, Task, TaskCx};
+use crate::block::request::{flags, Op};
+use crate::block::{BioSubmit, BlockWait, Plug, SubmitResult};
+use crate::cache::{PageCache, PAGE};
+use crate::sim::event::Event;
+use crate::sim::time::Ns;
+use std::collections::VecDeque;
+
+/// `MIN_WRITEBACK_PAGES`: 4 MiB (fs/fs-writeback.c).
+const MIN_WRITEBACK_PAGES: u64 = 1024;
+/// `DIRTY_SCOPE` (fs/fs-writeback.c writeback_chunk_size).
+const DIRTY_SCOPE: u64 = 8;
+/// CPU time of the flusher's page walk per page it puts under writeback
+/// (model assumption: `write_cache_pages` locking and tagging a page,
+/// ~0.1 µs on the reference core).
+const WALK_NS_PER_PAGE: Ns = 100;
+
+/// A writeback bio: pages `[start, end)` of `file`.
+#[derive(Clone, Copy, Debug)]
+struct WbBio {
+    file: u32,
+    start: u64,
+    end: u64,
+}
+
+/// What the flusher is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pass {
+    Idle,
+    /// A kupdate pass over inodes dirtied at or before the cut-off.
+    Kupdate(Ns),
+}
+
+pub struct Flusher {
+    /// Bios submitted and not completed, by tag (slot).
+    inflight: Vec<Option<WbBio>>,
+    free: Vec<u32>,
+    /// Built, not yet submitted (the block layer had no tag).
+    pending: VecDeque<WbBio>,
+    plug: Plug,
+    last_old_flush: Ns,
+    pass: Pass,
+    /// The jobs are done: start no new writeback.
+    pub stopping: bool,
+    inodes: Vec<u32>,
+    runs: Vec<(u64, u64)>,
+    /// Device capacity in sectors (a file's last page may pass it).
+    capacity_sectors: u64,
+}
+
+impl Flusher {
+    pub fn new(capacity_bytes: u64) -> Flusher {
+        Flusher {
+            inflight: Vec::new(),
+            free: Vec::new(),
+            pending: VecDeque::new(),
+            plug: Plug::default(),
+            last_old_flush: 0,
+            pass: Pass::Idle,
+            stopping: false,
+            inodes: Vec::new(),
+            runs: Vec::new(),
+            capacity_sectors: capacity_bytes / 512,
+        }
+    }
+
+    /// Bios out or waiting: the run may end only when this is 0.
+    pub fn busy(&self) -> usize {
+        self.pending.len() + self.inflight.len() - self.free.len()
+    }
+
+    /// `writeback_chunk_size` for WB_SYNC_NONE work: about half a second of
+    /// device bandwidth, at most 1/8 of the dirty limit, in 4 MiB steps.
+    fn chunk_pages(cache: &PageCache) -> u64 {
+        let pages = (cache.bw.avg_bw / 2).min(cache.limits().limit() / DIRTY_SCOPE);
+        (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES
+    }
+
+    /// A bio of the flusher completed at `at`.
+    pub fn bio_done(&mut self, task: &mut Task, tag: u32, at: Ns, cx: &mut TaskCx) {
+        let b = self.inflight[tag as usize]
+            .take()
+            .expect("writeback bio completed twice");
+        self.free.push(tag);
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        cache.writeback_done(b.file, b.start, b.end, at.max(cx.now));
+        cache.wake_writeback_waiters(cx.ready);
+        // Work that found every dirty page under writeback goes on now.
+        let more = self.pass != Pass::Idle || cache.over_background();
+        if more && !self.stopping && !task.blocked() {
+            cx.step_again(task.id);
+        }
+    }
+
+    /// The flusher acts at `cx.now`.
+    pub fn step(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let now = cx.now;
+        if let Some(c) = cx.cache.as_deref_mut() {
+            c.flusher_running(now);
+        }
+        if task.blocked() {
+            return;
+        }
+        let ready = task.busy_until.max(cx.block.cpu_free_at(task.cpu));
+        if now < ready {
+            cx.wake_at(task, ready);
+            return;
+        }
+        task.sleep = None;
+        if !self.pending.is_empty() {
+            self.submit(task, cx);
+            return;
+        }
+        if self.stopping {
+            return;
+        }
+        if self.write_one_chunk(task, cx) {
+            if !task.blocked() {
+                let at = task.busy_until.max(now);
+                cx.wake_at(task, at);
+            }
+            return;
+        }
+        self.rearm(task, cx);
+    }
+
+    /// Pick the next inode by the work order and put one chunk of it under
+    /// writeback. False when there is nothing to do.
+    fn write_one_chunk(&mut self, task: &mut Task, cx: &mut TaskCx) -> bool {
+        let now = cx.now;
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        let interval = cache.vm.writeback_interval_ns();
+        let expire = cache.vm.expire_ns();
+        let mut inodes = std::mem::take(&mut self.inodes);
+        if cache.over_background() {
+            cache.dirty_inodes(None, &mut inodes);
+        } else {
+            if self.pass == Pass::Idle
+                && interval > 0
+                && now >= self.last_old_flush.saturating_add(interval)
+            {
+                self.last_old_flush = now;
+                // Nothing can have expired before `expire` has passed (the
+                // kernel's jiffies start 5 minutes before 0 instead).
+                if let Some(cutoff) = now.checked_sub(expire) {
+                    self.pass = Pass::Kupdate(cutoff);
+                }
+            }
+            match self.pass {
+                Pass::Kupdate(cutoff) => cache.dirty_inodes(Some(cutoff), &mut inodes),
+                Pass::Idle => inodes.clear(),
+            }
+            if inodes.is_empty() {
+                self.pass = Pass::Idle;
+            }
+        }
+        let chunk = Self::chunk_pages(cache);
+        cache.writeback_start(now);
+        let mut runs = std::mem::take(&mut self.runs);
+        let mut taken = 0;
+        let mut file = 0;
+        // The first inode with pages not already under writeback.
+        for &f in &inodes {
+            taken = cache.take_dirty(f, chunk, &mut runs);
+            if taken > 0 {
+                file = f;
+                break;
+            }
+        }
+        self.inodes = inodes;
+        if taken == 0 {
+            self.runs = runs;
+            return false;
+        }
+        if cache.files()[file as usize].dirty > 0 && taken >= chunk {
+            cache.requeue(file);
+        }
+        let max_pages = (cx.block.max_sectors() as u64 / 8).max(1);
+        for &(s, e) in &runs {
+            let mut p = s;
+            while p < e {
+                let n = (e - p).min(max_pages);
+                self.pending.push_back(WbBio {
+                    file,
+                    start: p,
+                    end: p + n,
+                });
+                p += n;
+            }
+        }
+        self.runs = runs;
+        cx.block.cpu_begin(task.cpu, now);
+        cx.block.cpu_charge(WALK_NS_PER_PAGE * taken);
+        let end = cx.block.cpu_end();
+        task.busy_until = task.busy_until.max(end);
+        true
+    }
+
+    /// Nothing to do now: come back after the writeback interval while
+    /// dirty inodes remain (`wb_workfn` → `wb_wakeup_delayed`).
+    fn rearm(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        let interval = cache.vm.writeback_interval_ns();
+        let dirty = cache.counts().dirty > 0;
+        if dirty && interval > 0 {
+            let at = cx.now.saturating_add(interval);
+            if cache.want_flusher(at) {
+                cx.events.push(at, Event::wake(task.id));
+            }
+        }
+        if dirty && cache.over_background() {
+            // Background work left but all of it under writeback already:
+            // completions bring the flusher back.
+            task.sleep = Some(SleepReason::Io);
+        }
+    }
+
+    /// Submit the pending bios under one plug until done or out of tags.
+    fn submit(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let now = cx.now;
+        cx.block.cpu_begin(task.cpu, now);
+        let mut plug = std::mem::take(&mut self.plug);
+        while let Some(b) = self.pending.front().copied() {
+            let slot = match self.free.pop() {
+                Some(s) => s,
+                None => {
+                    self.inflight.push(None);
+                    (self.inflight.len() - 1) as u32
+                }
+            };
+            let sector = b.start * (PAGE / 512);
+            let end = (b.end * (PAGE / 512)).min(self.capacity_sectors);
+            let bio = BioSubmit {
+                op: Op::Write,
+                sector,
+                nr_sectors: end.saturating_sub(sector) as u32,
+                flags: flags::BACKGROUND,
+                ioprio: task.ioprio,
+                cgroup: task.cgroup,
+                pid: task.id,
+                cpu: task.cpu,
+                owner: BioOwner {
+                    task: task.id,
+                    tag: slot,
+                }
+                .token(),
+            };
+            if bio.nr_sectors == 0 {
+                // Past the device's end: nothing to write.
+                self.free.push(slot);
+                self.pending.pop_front();
+                let c = cx.cache.as_deref_mut().expect("page cache");
+                c.writeback_done(b.file, b.start, b.end, now);
+                continue;
+            }
+            match cx.with_block(|blk, env| blk.submit_bio(env, &bio, Some(&mut plug))) {
+                SubmitResult::Taken => {
+                    self.inflight[slot as usize] = Some(b);
+                    self.pending.pop_front();
+                }
+                SubmitResult::Sleep(why) => {
+                    self.free.push(slot);
+                    task.sleep = Some(match why {
+                        BlockWait::Tag => SleepReason::Tag,
+                        BlockWait::Frozen => SleepReason::Freeze,
+                        BlockWait::RqQos => SleepReason::Throttle,
+                    });
+                    break;
+                }
+            }
+        }
+        cx.with_block(|blk, env| blk.finish_plug(env, &mut plug));
+        self.plug = plug;
+        let end = cx.block.cpu_end();
+        task.busy_until = task.busy_until.max(end);
+        if !task.blocked() {
+            let at = task.busy_until;
+            cx.wake_at(task, at);
+        }
+    }
+}
