@@ -496,7 +496,7 @@ impl Simulation {
         if let Some(next) = self.runqueues.next_waiter(cpu) {
             let at = self.block.cpu_free_at(cpu).max(self.now);
             let t = &mut self.tasks[next as usize].task;
-            if !t.wake_pending.is_some_and(|p| p <= at) {
+            if t.wake_pending.is_none_or(|p| p > at) {
                 t.wake_pending = Some(at);
                 self.events.push(at, Event::wake(next));
             }
