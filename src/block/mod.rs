@@ -550,6 +550,10 @@ impl BlockLayer {
     pub fn cpu_free_at(&self, cpu: u16) -> Ns {
         self.cpu.free_at(self.cpu_index(cpu))
     }
+    /// CPU time `cpu` has worked so far (every kind of work).
+    pub fn cpu_busy_ns(&self, cpu: u16) -> Ns {
+        self.cpu.busy_ns[self.cpu_index(cpu) as usize]
+    }
 
     /// Scheduler hook work: under the queue lock for single-lock schedulers.
     fn sched_work(&mut self, ns: Ns) {

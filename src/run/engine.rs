@@ -22,7 +22,8 @@ use crate::stats::JobStats;
 use crate::task::costs::SyscallCosts;
 use crate::task::fio::{FioJob, Phase};
 use crate::task::flusher::Flusher;
-use crate::task::{BioOwner, Task, TaskCx, TaskKind};
+use crate::task::runqueue::{self, RunQueues};
+use crate::task::{BioOwner, SleepReason, Task, TaskCx, TaskKind};
 use crate::workload::{self, Generator, RateLimiter};
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -201,6 +202,8 @@ pub struct Simulation {
     global_options: Vec<(String, String)>,
     /// Ready to run a step after the current event.
     to_step: Vec<u32>,
+    /// Who runs on a CPU that several tasks want.
+    runqueues: RunQueues,
     /// Scratch buffer reused across events (no allocation per event).
     scratch_steps: Vec<u32>,
     /// Jobs not yet Done or Skipped.
@@ -302,7 +305,18 @@ impl Simulation {
         for (t, l) in tasks.iter_mut().zip(&layouts) {
             t.job.set_files(&l.files);
         }
+        // The flusher (id tasks.len(), when there is one) charges its CPU
+        // work directly and takes no part in the run queues yet.
+        let mut runqueues = RunQueues::new(
+            cpus,
+            tasks.len() + 1,
+            cfg.machine.scale_ns(runqueue::CONTEXT_SWITCH_NS),
+        );
+        for t in tasks.iter().filter(|t| t.job.phase != Phase::Skipped) {
+            runqueues.place(t.task.cpu);
+        }
         let mut sim = Simulation {
+            runqueues,
             tasks,
             block,
             events: EventQueue::new(),
@@ -341,6 +355,7 @@ impl Simulation {
             woken: &mut self.woken,
             ready: &mut self.to_step,
             cache: self.cache.as_mut(),
+            cpus: &mut self.runqueues,
         };
         let slot = &mut self.tasks[id as usize];
         (&mut slot.task, &mut slot.job, cx)
@@ -361,6 +376,7 @@ impl Simulation {
             woken: &mut self.woken,
             ready: &mut self.to_step,
             cache: self.cache.as_mut(),
+            cpus: &mut self.runqueues,
         };
         let (task, body) = self.flusher.as_mut().expect("flusher");
         (task, body, cx)
@@ -538,11 +554,66 @@ impl Simulation {
             f.step(task, &mut cx);
             return;
         }
+        if self.runqueues.any_shared() {
+            return self.step_shared(id);
+        }
         let (task, job, mut cx) = self.task_cx(id);
         if job.step(task, &mut cx) {
-            self.active -= 1;
-            let now = self.now;
-            self.release_stonewalled(now);
+            let cpu = task.cpu;
+            self.runqueues.leave(id, cpu);
+            self.job_finished();
+        }
+    }
+
+    /// `step` when some CPU is shared by several tasks.
+    #[inline(never)]
+    fn step_shared(&mut self, id: u32) {
+        let cpu = self.tasks[id as usize].task.cpu;
+        let shared = self.runqueues.shared(cpu);
+        let busy_before = if shared {
+            self.block.cpu_busy_ns(cpu)
+        } else {
+            0
+        };
+        let (task, job, mut cx) = self.task_cx(id);
+        let finished = job.step(task, &mut cx);
+        if finished {
+            // Off the run queue first: its CPU may go to a waiting task.
+            self.runqueues.leave(id, cpu);
+        }
+        if shared {
+            self.share_cpu(id, cpu, busy_before);
+        }
+        if finished {
+            self.job_finished();
+        }
+    }
+
+    fn job_finished(&mut self) {
+        self.active -= 1;
+        let now = self.now;
+        self.release_stonewalled(now);
+    }
+
+    /// After task `id` acted on a shared CPU: charge what it ran to its
+    /// virtual runtime, and wake the task whose turn comes next for when
+    /// the CPU frees (it may be this one's turn still; then it waits again).
+    fn share_cpu(&mut self, id: u32, cpu: u16, busy_before: Ns) {
+        let ran = self.block.cpu_busy_ns(cpu) - busy_before;
+        self.runqueues.account(id, cpu, ran);
+        let sleep = self.tasks[id as usize].task.sleep;
+        let runnable = matches!(sleep, None | Some(SleepReason::Cpu));
+        self.runqueues.set_runnable(id, cpu, runnable);
+        if !self.runqueues.turn_over(cpu) {
+            return;
+        }
+        if let Some(next) = self.runqueues.next_waiter(cpu) {
+            let at = self.block.cpu_free_at(cpu).max(self.now);
+            let t = &mut self.tasks[next as usize].task;
+            if t.wake_pending.is_none_or(|p| p > at) {
+                t.wake_pending = Some(at);
+                self.events.push(at, Event::wake(next));
+            }
         }
     }
 

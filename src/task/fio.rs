@@ -320,10 +320,9 @@ impl FioJob {
         if !matches!(self.phase, Phase::Running | Phase::Draining) || task.blocked() {
             return false;
         }
-        let ready = task.busy_until.max(cx.block.cpu_free_at(task.cpu));
-        if now < ready {
-            // The task's CPU is still busy (its own call, or completion work).
-            cx.wake_at(task, ready);
+        // The task's CPU may still be busy (its own call, completion work,
+        // or another task's turn on a shared CPU).
+        if !cx.take_cpu(task) {
             return false;
         }
         task.sleep = None;

@@ -12,12 +12,14 @@
 pub mod costs;
 pub mod fio;
 pub mod flusher;
+pub mod runqueue;
 
 use crate::block::{BioDone, BlockLayer, Env};
 use crate::cache::PageCache;
 use crate::cgroup::IoPrio;
 use crate::sim::event::{Event, EventQueue};
 use crate::sim::time::Ns;
+use runqueue::{Grant, RunQueues};
 
 /// A task's number (also its pid as the block layer sees it).
 pub type TaskId = u32;
@@ -53,6 +55,8 @@ pub enum SleepReason {
     DirtyThrottle,
     /// `fsync`/`fdatasync` waiting for writeback and the cache flush.
     Fsync,
+    /// Runnable, but another task has its CPU (`runqueue`).
+    Cpu,
 }
 
 impl SleepReason {
@@ -137,6 +141,8 @@ pub struct TaskCx<'a> {
     pub ready: &'a mut Vec<TaskId>,
     /// The page cache, when some job does buffered I/O.
     pub cache: Option<&'a mut PageCache>,
+    /// Who gets a CPU that several tasks want.
+    pub cpus: &'a mut RunQueues,
 }
 
 impl TaskCx<'_> {
@@ -152,6 +158,60 @@ impl TaskCx<'_> {
     /// Step `task` again right after the current event.
     pub fn step_again(&mut self, task: TaskId) {
         self.ready.push(task);
+    }
+
+    /// Whether `task` may use its CPU now. When its CPU is still busy it is
+    /// woken when the CPU frees. On a CPU shared with other tasks the fair
+    /// scheduler decides (see `runqueue`): the task may have to wait for
+    /// another one's turn, and a switch between tasks costs CPU time first.
+    #[inline]
+    pub fn take_cpu(&mut self, task: &mut Task) -> bool {
+        let ready = task.busy_until.max(self.block.cpu_free_at(task.cpu));
+        if !self.cpus.any_shared() {
+            if self.now < ready {
+                self.wake_at(task, ready);
+                return false;
+            }
+            return true;
+        }
+        self.take_shared_cpu(task, ready)
+    }
+
+    /// `take_cpu` when some CPU is shared by several tasks.
+    #[inline(never)]
+    fn take_shared_cpu(&mut self, task: &mut Task, ready: Ns) -> bool {
+        let shared = self.cpus.shared(task.cpu);
+        if self.now < ready {
+            if shared && ready > task.busy_until {
+                // Another task's work holds the CPU.
+                self.cpus.wait(task.id, task.cpu);
+                task.sleep = Some(SleepReason::Cpu);
+            }
+            self.wake_at(task, ready);
+            return false;
+        }
+        if !shared {
+            return true;
+        }
+        match self.cpus.ask(task.id, task.cpu) {
+            Grant::Run { switch_ns } => {
+                if switch_ns > 0 {
+                    self.block.cpu_begin(task.cpu, self.now);
+                    self.block.cpu_charge(switch_ns);
+                    self.block.cpu_end();
+                }
+                true
+            }
+            Grant::Yield(other) => {
+                task.sleep = Some(SleepReason::Cpu);
+                self.step_again(other);
+                false
+            }
+            Grant::Wait => {
+                task.sleep = Some(SleepReason::Cpu);
+                false
+            }
+        }
     }
 
     /// Call into the block layer at the current time.

@@ -1,0 +1,405 @@
+//! CPU sharing between tasks: what the kernel's fair scheduler does when
+//! more tasks want a CPU than there are CPUs — to first order.
+//!
+//! The model charges CPU work to a CPU clock (`block::cpu`): a call starts
+//! when its CPU is free. Left alone, two tasks on one CPU race for it at
+//! the instant it frees, and the one whose wake-up was queued first always
+//! wins: with `numjobs=4` on two CPUs, two jobs ran to completion before
+//! the other two started. The kernel instead time-slices them (CFS, and
+//! EEVDF since 6.6, kernel/sched/fair.c):
+//!
+//! - each task accumulates virtual runtime (`vruntime`, its CPU time at
+//!   nice 0, the weight of every fio job unless `nice=` is set);
+//! - the task on the CPU keeps it for its slice — EEVDF's base slice,
+//!   `sysctl_sched_base_slice` 0.75 ms × (1 + ilog2(min(CPUs, 8)))
+//!   (`sched_update_scaling`, SCHED_TUNABLESCALING_LOG) — unless it sleeps;
+//! - then the runnable task with the least vruntime runs (EEVDF picks the
+//!   eligible task with the earliest virtual deadline; with equal weights
+//!   and slices that is the one that has had the least service);
+//! - a task waking from a sleep is placed no further back than half a
+//!   slice behind the least vruntime on its CPU (`place_entity`), so a long
+//!   sleeper does not monopolise the CPU when it returns;
+//! - switching from one task to another costs CPU time.
+//!
+//! Pitfalls: only work a task does in its own calls counts towards its
+//! vruntime (completion work in interrupt context is not the task's); the
+//! decision is taken when a task asks for a CPU that is free, so the waiting
+//! tasks must be woken whenever the CPU frees — [`RunQueues::next_waiter`]
+//! says whom. A CPU with one task takes the fast path and changes nothing.
+//! Not modelled: migration between CPUs (a task stays on the CPU it was
+//! placed on, within its `cpus_allowed`), nice levels, wake-up preemption.
+
+use super::TaskId;
+use crate::sim::time::Ns;
+
+/// `sysctl_sched_base_slice` (kernel/sched/fair.c, 6.6+): 0.75 ms,
+/// multiplied by the tunable scaling factor.
+const BASE_SLICE_NS: Ns = 750_000;
+
+/// A context switch between two tasks: saving and restoring state, the
+/// scheduler's own work and the cache and TLB misses after it — about
+/// 1.5 us on a ~2.4 GHz x86 core (lmbench `lat_ctx`-class figures). A model
+/// assumption, scaled by the machine's CPU speed.
+pub const CONTEXT_SWITCH_NS: Ns = 1_500;
+
+/// `1 + ilog2(min(ncpus, 8))`: the kernel's default (logarithmic) scaling of
+/// its latency tunables with the number of CPUs (`get_update_sysctl_factor`).
+fn scaling_factor(nr_cpus: usize) -> Ns {
+    let n = nr_cpus.clamp(1, 8);
+    1 + (usize::BITS - 1 - n.leading_zeros()) as Ns
+}
+
+/// One CPU's share of the scheduler.
+#[derive(Clone, Debug, Default)]
+struct RunQueue {
+    /// Live tasks placed on this CPU.
+    tasks: u32,
+    /// The task that ran last, and how much CPU time it has had since it
+    /// got the CPU.
+    curr: Option<TaskId>,
+    slice_used: Ns,
+    /// Whether `curr` goes on wanting the CPU (it did not go to sleep).
+    curr_runnable: bool,
+    /// Runnable tasks waiting for this CPU.
+    waiting: Vec<TaskId>,
+    /// Never decreases: the least vruntime among the CPU's runnable tasks.
+    min_vruntime: Ns,
+}
+
+/// The answer to a task that asks for its CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grant {
+    /// Run now; `switch_ns` of context-switch work comes first (0 when the
+    /// task already had the CPU).
+    Run { switch_ns: Ns },
+    /// Another waiting task's turn: step it; the asking task waits.
+    Yield(TaskId),
+    /// The current task keeps the CPU; the asking task waits.
+    Wait,
+}
+
+/// Every CPU's run queue and every task's virtual runtime.
+#[derive(Clone, Debug)]
+pub struct RunQueues {
+    /// Some CPU has more than one task (else nothing here is needed).
+    any_shared: bool,
+    cpus: Vec<RunQueue>,
+    vruntime: Vec<Ns>,
+    slice_ns: Ns,
+    switch_ns: Ns,
+}
+
+impl RunQueues {
+    /// For `nr_cpus` CPUs and `nr_tasks` tasks; `switch_ns` is the context
+    /// switch cost on this machine.
+    pub fn new(nr_cpus: usize, nr_tasks: usize, switch_ns: Ns) -> RunQueues {
+        RunQueues {
+            any_shared: false,
+            cpus: vec![RunQueue::default(); nr_cpus.max(1)],
+            vruntime: vec![0; nr_tasks],
+            slice_ns: BASE_SLICE_NS * scaling_factor(nr_cpus),
+            switch_ns,
+        }
+    }
+
+    /// The slice a task keeps its CPU for.
+    pub fn slice_ns(&self) -> Ns {
+        self.slice_ns
+    }
+
+    /// A task now lives on `cpu`.
+    pub fn place(&mut self, cpu: u16) {
+        self.cpus[cpu as usize].tasks += 1;
+        self.any_shared = self.cpus.iter().any(|rq| rq.tasks > 1);
+    }
+
+    /// A task of `cpu` has ended.
+    pub fn leave(&mut self, id: TaskId, cpu: u16) {
+        let rq = &mut self.cpus[cpu as usize];
+        rq.tasks = rq.tasks.saturating_sub(1);
+        rq.waiting.retain(|&w| w != id);
+        if rq.curr == Some(id) {
+            rq.curr = None;
+        }
+        self.any_shared = self.cpus.iter().any(|rq| rq.tasks > 1);
+    }
+
+    /// Whether any CPU is shared: when none is (the usual case), tasks take
+    /// their CPUs without asking.
+    #[inline(always)]
+    pub fn any_shared(&self) -> bool {
+        self.any_shared
+    }
+
+    /// Whether `cpu` is shared.
+    #[inline]
+    pub fn shared(&self, cpu: u16) -> bool {
+        self.any_shared && self.cpus[cpu as usize].tasks > 1
+    }
+
+    /// `id` is runnable but its CPU is busy: it waits for it.
+    pub fn wait(&mut self, id: TaskId, cpu: u16) {
+        let rq = &self.cpus[cpu as usize];
+        if rq.curr != Some(id) && !rq.waiting.contains(&id) {
+            self.place_after_sleep(id, cpu);
+            self.enqueue(id, cpu);
+        }
+    }
+
+    /// `id` asks for `cpu`, which is free now.
+    pub fn ask(&mut self, id: TaskId, cpu: u16) -> Grant {
+        let slice = self.slice_ns;
+        let rq = &mut self.cpus[cpu as usize];
+        if rq.tasks <= 1 {
+            return Grant::Run { switch_ns: 0 };
+        }
+        let curr_in_slice = rq.slice_used < slice;
+        if rq.curr == Some(id) && curr_in_slice {
+            rq.waiting.retain(|&w| w != id);
+            return Grant::Run { switch_ns: 0 };
+        }
+        // The task that has the CPU and will go on using it (it did not go to
+        // sleep) keeps it for the rest of its slice (EEVDF's RUN_TO_PARITY:
+        // no wake-up preemption before the current task had its slice).
+        let holder = rq.curr.filter(|&c| c != id && rq.curr_runnable);
+        if holder.is_some() && curr_in_slice {
+            self.enqueue(id, cpu);
+            return Grant::Wait;
+        }
+        if rq.curr != Some(id) && !rq.waiting.contains(&id) {
+            self.place_after_sleep(id, cpu);
+        }
+        let rq = &self.cpus[cpu as usize];
+        let vr = &self.vruntime;
+        let best = rq
+            .waiting
+            .iter()
+            .copied()
+            .chain(holder)
+            .filter(|&w| w != id)
+            .min_by_key(|&w| (vr[w as usize], w))
+            .filter(|&b| vr[b as usize] < vr[id as usize]);
+        match best {
+            Some(b) if Some(b) == holder => {
+                self.enqueue(id, cpu);
+                Grant::Wait
+            }
+            Some(b) => {
+                self.enqueue(id, cpu);
+                Grant::Yield(b)
+            }
+            None => Grant::Run {
+                switch_ns: self.switch_to(id, cpu),
+            },
+        }
+    }
+
+    /// `id` joins `cpu`'s waiting tasks (once).
+    fn enqueue(&mut self, id: TaskId, cpu: u16) {
+        let rq = &mut self.cpus[cpu as usize];
+        if !rq.waiting.contains(&id) {
+            rq.waiting.push(id);
+        }
+    }
+
+    /// `place_entity`: a task back from a sleep starts no more than half a
+    /// slice behind the least vruntime on its CPU.
+    fn place_after_sleep(&mut self, id: TaskId, cpu: u16) {
+        let floor = self.cpus[cpu as usize]
+            .min_vruntime
+            .saturating_sub(self.slice_ns / 2);
+        let v = &mut self.vruntime[id as usize];
+        *v = (*v).max(floor);
+    }
+
+    /// `id` gets `cpu`: a new slice, and a context switch when another task
+    /// had it.
+    fn switch_to(&mut self, id: TaskId, cpu: u16) -> Ns {
+        let rq = &mut self.cpus[cpu as usize];
+        rq.waiting.retain(|&w| w != id);
+        let switch_ns = if rq.curr.is_some_and(|c| c != id) {
+            self.switch_ns
+        } else {
+            0
+        };
+        rq.curr = Some(id);
+        rq.curr_runnable = true;
+        rq.slice_used = 0;
+        let vr = &self.vruntime;
+        let least = rq
+            .waiting
+            .iter()
+            .map(|&w| vr[w as usize])
+            .fold(vr[id as usize], Ns::min);
+        rq.min_vruntime = rq.min_vruntime.max(least);
+        switch_ns
+    }
+
+    /// After `id` acted: whether it goes on wanting its CPU (false when it
+    /// went to sleep: waiting for I/O, thinking, throttled).
+    pub fn set_runnable(&mut self, id: TaskId, cpu: u16, runnable: bool) {
+        let rq = &mut self.cpus[cpu as usize];
+        if rq.curr == Some(id) {
+            rq.curr_runnable = runnable;
+        }
+    }
+
+    /// Whether the waiting tasks should be woken when `cpu` frees: the
+    /// current task went to sleep, had its slice or ended.
+    pub fn turn_over(&self, cpu: u16) -> bool {
+        let rq = &self.cpus[cpu as usize];
+        !rq.waiting.is_empty()
+            && (rq.curr.is_none() || !rq.curr_runnable || rq.slice_used >= self.slice_ns)
+    }
+
+    /// `id` ran for `ns` of CPU time on `cpu`.
+    pub fn account(&mut self, id: TaskId, cpu: u16, ns: Ns) {
+        self.vruntime[id as usize] += ns;
+        let rq = &mut self.cpus[cpu as usize];
+        if rq.curr == Some(id) {
+            rq.slice_used += ns;
+        }
+    }
+
+    /// The waiting task to wake when `cpu` frees (the least vruntime).
+    pub fn next_waiter(&self, cpu: u16) -> Option<TaskId> {
+        let vr = &self.vruntime;
+        self.cpus[cpu as usize]
+            .waiting
+            .iter()
+            .copied()
+            .min_by_key(|&w| (vr[w as usize], w))
+    }
+
+    /// A task's virtual runtime (its CPU time so far, adjusted on wake-up).
+    pub fn vruntime(&self, id: TaskId) -> Ns {
+        self.vruntime[id as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_on_one() -> RunQueues {
+        let mut rq = RunQueues::new(1, 2, 100);
+        rq.place(0);
+        rq.place(0);
+        rq
+    }
+
+    #[test]
+    fn the_base_slice_scales_with_the_log_of_the_cpus() {
+        assert_eq!(RunQueues::new(1, 0, 0).slice_ns(), 750_000);
+        assert_eq!(RunQueues::new(2, 0, 0).slice_ns(), 1_500_000);
+        assert_eq!(RunQueues::new(4, 0, 0).slice_ns(), 2_250_000);
+        assert_eq!(RunQueues::new(8, 0, 0).slice_ns(), 3_000_000);
+        assert_eq!(RunQueues::new(64, 0, 0).slice_ns(), 3_000_000);
+    }
+
+    #[test]
+    fn a_lone_task_always_runs_for_free() {
+        let mut rq = RunQueues::new(2, 2, 100);
+        rq.place(0);
+        rq.place(1);
+        for _ in 0..3 {
+            assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+            rq.account(0, 0, 10_000_000);
+        }
+        assert!(!rq.shared(0));
+    }
+
+    #[test]
+    fn the_current_task_keeps_the_cpu_for_its_slice_then_yields() {
+        let mut rq = two_on_one();
+        let slice = rq.slice_ns();
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        rq.wait(1, 0);
+        // Within its slice, task 0 keeps the CPU although 1 has had less,
+        // and 1 asking meanwhile waits.
+        rq.account(0, 0, slice / 2);
+        rq.set_runnable(0, 0, true);
+        assert!(!rq.turn_over(0));
+        assert_eq!(rq.ask(1, 0), Grant::Wait);
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        rq.account(0, 0, slice / 2);
+        assert!(rq.turn_over(0));
+        // Slice used up: the waiter with less vruntime gets its turn.
+        assert_eq!(rq.ask(0, 0), Grant::Yield(1));
+        assert_eq!(rq.next_waiter(0), Some(1));
+        assert_eq!(rq.ask(1, 0), Grant::Run { switch_ns: 100 });
+        assert_eq!(rq.next_waiter(0), Some(0));
+    }
+
+    #[test]
+    fn a_current_task_that_sleeps_hands_the_cpu_over_at_once() {
+        let mut rq = two_on_one();
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        rq.account(0, 0, 1_000);
+        rq.wait(1, 0);
+        // Task 0 waits for its I/O: task 1 runs although 0's slice is young.
+        rq.set_runnable(0, 0, false);
+        assert!(rq.turn_over(0));
+        assert_eq!(rq.ask(1, 0), Grant::Run { switch_ns: 100 });
+        // Back from its I/O, task 0 waits for task 1's slice.
+        rq.set_runnable(1, 0, true);
+        assert_eq!(rq.ask(0, 0), Grant::Wait);
+    }
+
+    #[test]
+    fn shares_converge_to_equal_cpu_time() {
+        // Two always-runnable tasks asking in turn for 10 us calls.
+        let mut rq = two_on_one();
+        let mut ran = [0u64; 2];
+        let mut asker = 0u32;
+        for _ in 0..100_000 {
+            match rq.ask(asker, 0) {
+                Grant::Run { .. } => {
+                    rq.account(asker, 0, 10_000);
+                    ran[asker as usize] += 10_000;
+                    rq.set_runnable(asker, 0, true);
+                }
+                Grant::Yield(other) => asker = other,
+                Grant::Wait => panic!("the holder asks, not a waiter"),
+            }
+            rq.wait(1 - asker, 0);
+        }
+        let (a, b) = (ran[0] as f64, ran[1] as f64);
+        assert!((a - b).abs() / (a + b) < 0.02, "{ran:?}");
+    }
+
+    #[test]
+    fn a_long_sleeper_gets_at_most_half_a_slice_of_credit() {
+        let mut rq = two_on_one();
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        rq.account(0, 0, 1_000_000_000);
+        // Task 0 runs alone for a second (its slice renews while nobody waits).
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        rq.set_runnable(0, 0, true);
+        rq.wait(1, 0);
+        let floor = rq.vruntime(0) - rq.slice_ns() / 2;
+        assert!(rq.vruntime(1) >= floor, "{} < {floor}", rq.vruntime(1));
+    }
+
+    #[test]
+    fn a_current_task_that_ends_hands_the_cpu_over() {
+        let mut rq = two_on_one();
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        rq.set_runnable(0, 0, true);
+        rq.wait(1, 0);
+        assert!(!rq.turn_over(0));
+        rq.leave(0, 0);
+        assert!(rq.turn_over(0));
+        assert_eq!(rq.next_waiter(0), Some(1));
+    }
+
+    #[test]
+    fn a_task_that_leaves_is_never_picked() {
+        let mut rq = two_on_one();
+        rq.ask(0, 0);
+        rq.wait(1, 0);
+        rq.leave(1, 0);
+        assert_eq!(rq.next_waiter(0), None);
+        assert!(!rq.shared(0));
+    }
+}
