@@ -5,6 +5,7 @@
 //! validate, compare and the CPU cost model all read this table; no
 //! scheduler name is written anywhere else.
 
+pub mod cfq;
 pub mod deadline;
 pub mod mq_deadline;
 pub mod noop;
@@ -36,6 +37,9 @@ fn new_noop() -> Box<dyn Elevator> {
 }
 fn new_deadline() -> Box<dyn Elevator> {
     Box::new(deadline::Deadline::new())
+}
+fn new_cfq() -> Box<dyn Elevator> {
+    Box::new(cfq::Cfq::new())
 }
 fn new_mq_deadline() -> Box<dyn Elevator> {
     Box::new(mq_deadline::MqDeadline::new())
@@ -137,10 +141,10 @@ pub static SCHEDULERS: &[ElevatorType] = &[
     ElevatorType {
         name: "cfq",
         alias: None,
-        summary: "legacy Completely Fair Queueing: per-process time slices, idling, cgroup weights (removed in 5.0; not simulated yet)",
+        summary: "legacy Completely Fair Queueing: per-process time slices, idling, cgroup weights (removed in 5.0)",
         mainline: false,
         lab: false,
-        imp: Imp::NotBuilt,
+        imp: Imp::Legacy(new_cfq),
         features: Features {
             single_queue: true,
             core_merging: true,
