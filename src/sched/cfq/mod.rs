@@ -555,7 +555,7 @@ impl Cfq {
 
     /// `cfq_group_slice`: the group's share of target_latency.
     fn group_slice(&self, g: u16) -> u64 {
-        (self.target_latency as u128 * self.g(g).vfraction as u128 >> CFQ_SERVICE_SHIFT) as u64
+        ((self.target_latency as u128 * self.g(g).vfraction as u128) >> CFQ_SERVICE_SHIFT) as u64
     }
 
     /// `cfq_group_get_avg_queues`: smoothed busy queues of a class.

@@ -121,54 +121,88 @@ fn random_workouts_on_a_non_rotational_queue() {
     }
 }
 
-impl Cfq {
-    pub(super) fn debug_state(&self) -> String {
-        let mut s = format!(
-            "active {} busy {} queued {} serving {:?} class {} type {} expires {} timer {:?} in_driver {} in_flight {:?}\n",
-            self.active, self.busy_queues, self.rq_queued, self.serving_group, self.serving_wl_class,
-            self.serving_wl_type, self.workload_expires, self.timer_at, self.rq_in_driver, self.rq_in_flight
-        );
-        for (i, q) in self.queues.iter().enumerate() {
-            if q.live {
-                s += &format!(
-                    "  q{i} g{} pid {} sync {} class {} prio {} rr {} tree {:?} len {} disp {} next {} f {:?}\n",
-                    q.group, q.pid, q.f.sync, q.class, q.ioprio, q.f.on_rr, q.tree, q.sort.len(), q.dispatched, q.next_rq, q.f
-                );
-            }
-        }
-        for (i, g) in self.groups.iter().enumerate() {
-            if let Some(g) = g {
-                s += &format!(
-                    "  g{i} nr_cfqq {} on_tree {:?} vd {} vfr {} counts {:?}\n",
-                    g.nr_cfqq,
-                    g.on_tree,
-                    g.vdisktime,
-                    g.vfraction,
-                    g.st.iter().map(|t| t.count()).collect::<Vec<_>>()
-                );
-            }
-        }
-        s += &format!("  grp_tree {:?}\n", self.grp_tree);
-        s
+fn be(pid: u32, level: u8) -> Submitter {
+    Submitter {
+        pid,
+        cgroup: 0,
+        ioprio: crate::cgroup::IoPrio {
+            class: crate::cgroup::IoPrioClass::Be,
+            level,
+        },
+    }
+}
+
+/// The slice a lone sync queue of this level gets (it starts at the first
+/// completion).
+fn lone_slice(level: u8) -> u64 {
+    let mut h = Harness::legacy(Cfq::new());
+    let id = h
+        .try_alloc_from(be(1, level), Op::Read, 0, 8)
+        .expect("a request");
+    h.insert(id, false);
+    let got = h.dispatch().expect("dispatched");
+    assert_eq!(
+        h.sched.active_allocated_slice(),
+        Some(0),
+        "no slice before a completion"
+    );
+    h.finish(got);
+    h.sched.active_allocated_slice().expect("active")
+}
+
+#[test]
+fn sync_slices_scale_with_ioprio_and_start_at_the_first_completion() {
+    // slice_sync 100 ms: base + base/5 * (4 - level).
+    let ms = crate::sim::time::NS_PER_MS;
+    assert_eq!(lone_slice(0), 180 * ms);
+    assert_eq!(lone_slice(4), 100 * ms);
+    assert_eq!(lone_slice(7), 40 * ms);
+}
+
+#[test]
+fn an_emptied_sync_queue_idles_on_a_disk_but_not_with_slice_idle_0() {
+    for (idle, expect_wait) in [("8", true), ("0", false)] {
+        let mut h = Harness::legacy(Cfq::new());
+        h.sched.set_tunable("slice_idle", idle).unwrap();
+        let a = h.try_alloc_from(be(1, 4), Op::Read, 0, 8).unwrap();
+        h.insert(a, false);
+        let b = h.try_alloc_from(be(2, 4), Op::Read, 1 << 30, 8).unwrap();
+        h.insert(b, false);
+        let first = h.dispatch().expect("one request");
+        h.finish(first);
+        // The active queue is empty: CFQ waits for its process instead of
+        // serving the other one (a timer is armed), unless idling is off.
+        let next = h.dispatch();
+        assert_eq!(next.is_none(), expect_wait, "slice_idle={idle}");
+        assert_eq!(h.pending_timers() > 0, expect_wait, "slice_idle={idle}");
+        h.advance_ms(10);
+        h.drain();
     }
 }
 
 #[test]
-#[ignore]
-fn debug_stuck() {
-    let mut h = Harness::legacy(Bounded(Cfq::new()));
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        h.random_workout(1, 3000);
-    }));
-    if r.is_err() {
-        eprintln!("{}", h.sched.0.debug_state());
-        eprintln!(
-            "tunables {:?}",
-            h.sched
-                .tunables()
-                .iter()
-                .map(|t| (t.name, t.value.clone()))
-                .collect::<Vec<_>>()
-        );
+fn ncq_is_detected_after_50_deep_samples() {
+    let mut q = QueueInfo::new(1, 1, 32, crate::block::LEGACY_NR_REQUESTS);
+    q.rotational = false;
+    let mut h = Harness::legacy_with_queue(Cfq::new(), q);
+    assert_eq!(h.sched.hw_tag(), -1, "unknown: treated as queueing");
+    let mut sector = 0;
+    for round in 0..80 {
+        while h.inflight.len() < 8 {
+            let pid = (sector / 8 % 8) as u32;
+            let id = h
+                .try_alloc_from(be(pid, 4), Op::Read, sector * 64, 8)
+                .unwrap();
+            h.insert(id, false);
+            sector += 1;
+            while h.dispatch().is_some() {}
+            if round > 0 && h.inflight.len() >= 8 {
+                break;
+            }
+        }
+        let done = h.inflight[0];
+        h.finish(done);
     }
+    assert_eq!(h.sched.hw_tag(), 1);
+    h.drain();
 }
