@@ -56,10 +56,7 @@ fn total_iops(rep: &RunReport, d: Ddir) -> f64 {
 
 const E5_GROUPS: [&str; 4] = ["test1", "test2", "test3", "test4"];
 /// The device of E5 ("a fast block device" in seed 004).
-const E5_DEVICE: &str = match option_env!("E5_DEV") {
-    Some(d) => d,
-    None => "nvme",
-};
+const E5_DEVICE: &str = "nvme";
 
 #[test]
 fn e5_tpps_shares_a_saturated_device_by_weight_and_beats_cfq() {
