@@ -1,0 +1,450 @@
+//! Legacy single-queue `tpps`, the Tiny (Taobao) Parallel Proportion
+//! Scheduler of Alibaba's 2.6.32-based ali_kernel (block/tpps-iosched.c,
+//! Robin Dong 2013, ideas from Zhu Yanhai; never merged upstream). Seed 004
+//! describes it; the facts are those of the ali tree (reference §4).
+//!
+//! Shape: every process has one queue per device (sync and async I/O
+//! together, FIFO, no sorting), linked into its cgroup's group; a dispatch
+//! call computes the device's free capacity `quota = nr_requests −
+//! rq_in_driver` and, when at least `MIN_DISPATCH_RQ` slots are free, gives
+//! each group `quota × weight / total_weight − (its requests in the driver)`
+//! requests, taken round robin from its queues one at a time, starting where
+//! the group's cursor stopped last time. It shares device slots (requests in
+//! flight) by weight, which approximates IOPS proportionality on a device
+//! kept full. No idling, no slices, no sysfs tunables.
+//!
+//! Pitfalls kept (reference §6.23): integer division; a group's own
+//! in-driver requests are subtracted; nothing is dispatched while fewer than
+//! MIN_DISPATCH_RQ slots are free; quota a group leaves unused is not handed
+//! to others; a queue stays online (and its group's weight in
+//! `total_weight`) while its process lives, busy or not; one request per
+//! queue per round-robin step; dispatch is retried when requests complete.
+//! A forced dispatch (a switch drains the queue) moves one request per queue
+//! per pass, as the ali code's `count = -1` loop does; the core repeats it
+//! until nothing moves. The seed's drain-on-switch bug (the ali backport
+//! waited only for the root cgroup's request pool) stays fixed: the core's
+//! drain waits for every request of every pool.
+//!
+//! Deviations: the ali code does not decrement `tppd->dispatched` for a
+//! request merged away, so its "queue empty" test drifts; the model keeps
+//! the count exact. A queue freed when its process changes cgroup takes its
+//! group's weight out of `total_weight` when it was the group's last online
+//! queue (the counterpart of adding it at the first). Offered on the legacy
+//! path only (like the original); see the registry.
+
+use crate::block::elevator::{
+    show_attrs, store_attr, Attr, Elevator, MergeKind, QueueInfo, SchedCtx, Tunable,
+};
+use crate::block::request::{RqId, RqList};
+use crate::cgroup::{CgroupTree, WeightPolicy};
+use std::collections::BTreeMap;
+
+/// MIN_DISPATCH_RQ of the ali_kernel tree (64; the later 3.x port uses 8).
+pub const MIN_DISPATCH_RQ: i64 = 64;
+
+type Qid = u32;
+
+/// `Request::elv[1]`: on its queue's FIFO.
+const LOC_NONE: u64 = 0;
+const LOC_QUEUED: u64 = 1;
+
+/// tpps registers no elevator attributes.
+const TPPS_ATTRS: &[Attr<Tpps>] = &[];
+
+/// `struct tpps_queue`.
+#[derive(Debug)]
+struct Tppq {
+    live: bool,
+    group: u16,
+    fifo: RqList,
+    /// The process still points at it (`tic->tppq`).
+    owned: bool,
+    /// Requests allocated against it (set_request to put_request).
+    allocated: u32,
+    online: bool,
+}
+
+/// `struct tpps_group`.
+#[derive(Debug, Default)]
+struct Tppg {
+    weight: u32,
+    /// Online queues, list head first (`queue_list`, `list_add` at the head).
+    queues: Vec<Qid>,
+    /// `cur_dispatcher`, an index into `queues`.
+    cursor: Option<usize>,
+    rq_queued: u32,
+    rq_in_driver: u32,
+}
+
+/// tpps.
+#[derive(Default)]
+pub struct Tpps {
+    queues: Vec<Tppq>,
+    free_queues: Vec<Qid>,
+    groups: Vec<Option<Tppg>>,
+    /// `tppd->group_list`, head first (new groups are added at the head).
+    group_list: Vec<u16>,
+    /// `tpps_io_context` per process: (its cgroup, its queue).
+    tics: BTreeMap<u32, (u16, Qid)>,
+    busy_queues: u32,
+    /// Requests inserted and not yet dispatched (`tppd->dispatched`).
+    dispatched: u32,
+    rq_in_driver: u32,
+    total_weight: u32,
+    nr_requests: u32,
+}
+
+impl Tpps {
+    pub fn new() -> Tpps {
+        Tpps::default()
+    }
+
+    /// Requests inside the scheduler.
+    pub fn queued(&self) -> u32 {
+        self.dispatched
+    }
+    /// Sum of the weights of groups with online queues.
+    pub fn total_weight(&self) -> u32 {
+        self.total_weight
+    }
+    /// Live queues (memory check).
+    pub fn live_queues(&self) -> usize {
+        self.queues.len() - self.free_queues.len()
+    }
+    /// Requests of cgroup `cg` in the driver.
+    pub fn group_in_driver(&self, cg: u16) -> u32 {
+        self.grp(cg).map_or(0, |g| g.rq_in_driver)
+    }
+
+    fn grp(&self, cg: u16) -> Option<&Tppg> {
+        self.groups.get(cg as usize)?.as_ref()
+    }
+    fn gm(&mut self, cg: u16) -> &mut Tppg {
+        self.groups[cg as usize].as_mut().expect("group exists")
+    }
+
+    fn rq_queue(ctx: &SchedCtx, rq: RqId) -> Option<Qid> {
+        match ctx.rqs[rq].elv[0] {
+            0 => None,
+            v => Some((v - 1) as Qid),
+        }
+    }
+
+    /// `tpps_get_tppg`: the group of a cgroup, created at the head of the
+    /// device's group list with the cgroup's weight at creation.
+    fn group(&mut self, cgroups: &CgroupTree, cg: u16) -> u16 {
+        if self.grp(cg).is_some() {
+            return cg;
+        }
+        if self.groups.len() <= cg as usize {
+            self.groups.resize_with(cg as usize + 1, || None);
+        }
+        self.groups[cg as usize] = Some(Tppg {
+            weight: cgroups.weight(cg, WeightPolicy::Blkcg),
+            ..Tppg::default()
+        });
+        self.group_list.insert(0, cg);
+        cg
+    }
+
+    fn alloc_queue(&mut self, group: u16) -> Qid {
+        let q = Tppq {
+            live: true,
+            group,
+            fifo: RqList::new(),
+            owned: true,
+            allocated: 0,
+            online: false,
+        };
+        match self.free_queues.pop() {
+            Some(id) => {
+                self.queues[id as usize] = q;
+                id
+            }
+            None => {
+                self.queues.push(q);
+                (self.queues.len() - 1) as Qid
+            }
+        }
+    }
+
+    /// `tpps_add_queue`: the queue goes online at its first request.
+    fn add_queue(&mut self, q: Qid) {
+        if self.queues[q as usize].online {
+            return;
+        }
+        self.queues[q as usize].online = true;
+        let cg = self.queues[q as usize].group;
+        self.busy_queues += 1;
+        let g = self.gm(cg);
+        g.queues.insert(0, q);
+        if let Some(c) = g.cursor.as_mut() {
+            *c += 1;
+        }
+        if g.queues.len() == 1 {
+            let w = g.weight;
+            self.total_weight += w;
+        }
+    }
+
+    /// `tpps_put_queue` reaching zero: off its group's list.
+    fn maybe_free(&mut self, q: Qid) {
+        let cq = &self.queues[q as usize];
+        if !cq.live || cq.owned || cq.allocated > 0 || !cq.fifo.is_empty() {
+            return;
+        }
+        if cq.online {
+            let cg = cq.group;
+            self.busy_queues -= 1;
+            let g = self.gm(cg);
+            if let Some(i) = g.queues.iter().position(|&x| x == q) {
+                g.queues.remove(i);
+                g.cursor = match g.cursor {
+                    _ if g.queues.is_empty() => None,
+                    Some(c) if c > i => Some(c - 1),
+                    Some(c) => Some(c % g.queues.len()),
+                    None => None,
+                };
+            }
+            if g.queues.is_empty() {
+                let w = g.weight;
+                self.total_weight -= w;
+            }
+        }
+        self.queues[q as usize].live = false;
+        self.free_queues.push(q);
+    }
+
+    /// Take one request off a queue's FIFO head onto the dispatch list
+    /// (`tpps_dispatch_requests_nr(.., 1)` → `tpps_dispatch_insert`).
+    fn dispatch_one(&mut self, ctx: &mut SchedCtx, q: Qid) -> u32 {
+        let Some(rq) = self.queues[q as usize].fifo.pop_front(ctx.rqs) else {
+            return 0;
+        };
+        ctx.rqs[rq].elv[1] = LOC_NONE;
+        let cg = self.queues[q as usize].group;
+        self.gm(cg).rq_queued -= 1;
+        self.dispatched -= 1;
+        ctx.dispatch_sort(rq);
+        1
+    }
+
+    /// One round-robin pass over a group's queues from its cursor, one
+    /// request per queue, stopping once `limit` requests moved (the cursor
+    /// then stays at the next queue).
+    fn group_pass(&mut self, ctx: &mut SchedCtx, cg: u16, limit: Option<i64>) -> u32 {
+        let len = self.gm(cg).queues.len();
+        if len == 0 {
+            return 0;
+        }
+        let start = self.gm(cg).cursor.unwrap_or(0).min(len - 1);
+        self.gm(cg).cursor = Some(start);
+        let (mut idx, mut count) = (start, 0u32);
+        loop {
+            let q = self.gm(cg).queues[idx];
+            count += self.dispatch_one(ctx, q);
+            idx = (idx + 1) % len;
+            if limit.is_some_and(|l| count as i64 >= l) {
+                self.gm(cg).cursor = Some(idx);
+                break;
+            }
+            if idx == start {
+                break;
+            }
+        }
+        count
+    }
+
+    /// `tpps_dispatch_requests` without force.
+    fn dispatch_quota(&mut self, ctx: &mut SchedCtx) -> u32 {
+        if self.total_weight == 0 {
+            return 0;
+        }
+        let quota = self.nr_requests as i64 - self.rq_in_driver as i64;
+        if quota < MIN_DISPATCH_RQ {
+            return 0;
+        }
+        let mut total = 0;
+        for i in 0..self.group_list.len() {
+            let cg = self.group_list[i];
+            let total_weight = self.total_weight as i64;
+            let g = self.gm(cg);
+            if g.queues.is_empty() {
+                continue;
+            }
+            let grp_quota = quota * g.weight as i64 / total_weight - g.rq_in_driver as i64;
+            if grp_quota <= 0 {
+                continue;
+            }
+            total += self.group_pass(ctx, cg, Some(grp_quota));
+        }
+        total
+    }
+
+    /// `tpps_forced_dispatch`: one request per queue of every group.
+    fn dispatch_forced(&mut self, ctx: &mut SchedCtx) -> u32 {
+        let mut total = 0;
+        for i in 0..self.group_list.len() {
+            let cg = self.group_list[i];
+            total += self.group_pass(ctx, cg, None);
+        }
+        total
+    }
+
+    /// `tpps_remove_request`.
+    fn remove_request(&mut self, ctx: &mut SchedCtx, q: Qid, rq: RqId) {
+        self.queues[q as usize].fifo.remove(ctx.rqs, rq);
+        ctx.rqs[rq].elv[1] = LOC_NONE;
+        let cg = self.queues[q as usize].group;
+        self.gm(cg).rq_queued -= 1;
+        self.dispatched -= 1;
+    }
+
+    fn kick_if_busy(&self, ctx: &mut SchedCtx) {
+        if self.busy_queues > 0 {
+            ctx.kick();
+        }
+    }
+}
+
+impl Elevator for Tpps {
+    fn name(&self) -> &'static str {
+        "tpps"
+    }
+
+    fn init(&mut self, q: &QueueInfo) {
+        self.nr_requests = q.nr_requests;
+    }
+
+    fn depth_updated(&mut self, q: &QueueInfo) {
+        self.nr_requests = q.nr_requests;
+    }
+
+    fn tunables(&self) -> Vec<Tunable> {
+        show_attrs(self, TPPS_ATTRS)
+    }
+
+    fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), String> {
+        store_attr(self, "tpps", TPPS_ATTRS, name, value)
+    }
+
+    /// `tpps_set_request`: the process's queue (a new one when it changed
+    /// cgroup: `changed_cgroup` drops the old one).
+    fn prepare_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        let (pid, cg) = (ctx.rqs[rq].pid, ctx.rqs[rq].cgroup);
+        let q = match self.tics.get(&pid) {
+            Some(&(c, q)) if c == cg => q,
+            old => {
+                if let Some(&(_, oq)) = old {
+                    self.queues[oq as usize].owned = false;
+                    self.maybe_free(oq);
+                }
+                let g = self.group(ctx.cgroups, cg);
+                let q = self.alloc_queue(g);
+                self.tics.insert(pid, (cg, q));
+                q
+            }
+        };
+        self.queues[q as usize].allocated += 1;
+        ctx.rqs[rq].elv = [q as u64 + 1, LOC_NONE];
+    }
+
+    /// `tpps_put_request`.
+    fn finish_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        let Some(q) = Self::rq_queue(ctx, rq) else {
+            return;
+        };
+        if ctx.rqs[rq].elv[1] == LOC_QUEUED {
+            self.remove_request(ctx, q, rq);
+        }
+        let cq = &mut self.queues[q as usize];
+        cq.allocated = cq.allocated.saturating_sub(1);
+        ctx.rqs[rq].elv = [0, LOC_NONE];
+        self.maybe_free(q);
+    }
+
+    /// `tpps_insert_request`: FIFO tail of the process's queue.
+    fn insert(&mut self, ctx: &mut SchedCtx, rq: RqId, _at_head: bool) {
+        let q = match Self::rq_queue(ctx, rq) {
+            Some(q) if self.queues[q as usize].live => q,
+            _ => {
+                self.prepare_request(ctx, rq);
+                Self::rq_queue(ctx, rq).expect("just attached")
+            }
+        };
+        if ctx.rqs[rq].elv[1] == LOC_QUEUED {
+            return;
+        }
+        self.queues[q as usize].fifo.push_back(ctx.rqs, rq);
+        ctx.rqs[rq].elv[1] = LOC_QUEUED;
+        let cg = self.queues[q as usize].group;
+        self.gm(cg).rq_queued += 1;
+        self.dispatched += 1;
+        self.add_queue(q);
+    }
+
+    fn dispatch_legacy(&mut self, ctx: &mut SchedCtx, force: bool) -> u32 {
+        if force {
+            self.dispatch_forced(ctx)
+        } else {
+            self.dispatch_quota(ctx)
+        }
+    }
+
+    /// `tpps_queue_empty` negated.
+    fn has_work(&self, _hctx: u16) -> bool {
+        self.dispatched > 0
+    }
+
+    fn activate_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        if let Some(q) = Self::rq_queue(ctx, rq) {
+            self.rq_in_driver += 1;
+            let cg = self.queues[q as usize].group;
+            self.gm(cg).rq_in_driver += 1;
+        }
+    }
+
+    fn deactivate_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        if let Some(q) = Self::rq_queue(ctx, rq) {
+            self.rq_in_driver = self.rq_in_driver.saturating_sub(1);
+            let cg = self.queues[q as usize].group;
+            let g = self.gm(cg);
+            g.rq_in_driver = g.rq_in_driver.saturating_sub(1);
+        }
+    }
+
+    /// `tpps_completed_request`: with nothing left in the driver, run the
+    /// queue (the core also runs it after every completion).
+    fn completed_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        self.deactivate_request(ctx, rq);
+        if self.rq_in_driver == 0 {
+            self.kick_if_busy(ctx);
+        }
+    }
+
+    /// `tpps_merged_request`: a front merge moves the request to its
+    /// queue's tail.
+    fn request_merged(&mut self, ctx: &mut SchedCtx, rq: RqId, kind: MergeKind) {
+        if kind != MergeKind::Front || ctx.rqs[rq].elv[1] != LOC_QUEUED {
+            return;
+        }
+        if let Some(q) = Self::rq_queue(ctx, rq) {
+            let fifo = &mut self.queues[q as usize].fifo;
+            fifo.remove(ctx.rqs, rq);
+            fifo.push_back(ctx.rqs, rq);
+        }
+    }
+
+    /// `tpps_merged_requests`: `next` leaves its queue.
+    fn requests_merged(&mut self, ctx: &mut SchedCtx, _rq: RqId, next: RqId) {
+        if ctx.rqs[next].elv[1] != LOC_QUEUED {
+            return;
+        }
+        if let Some(q) = Self::rq_queue(ctx, next) {
+            self.remove_request(ctx, q, next);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,292 @@
+//! Scenario tests of CFQ (Linux 4.19) and tpps (ali_kernel) on the legacy
+//! core: the job files under tests/jobs/ (cfq-*.fio, tpps-*.fio) through the
+//! library API, against the documents' experiments (E4, E5) and CFQ's
+//! documented behaviour (idling, ioprio slices).
+
+use elevator::job::Ddir;
+use elevator::report::{RunReport, SwitchOutcome};
+use elevator::run::{JobSource, RunSpec};
+use elevator::sim::time::NS_PER_SEC;
+
+fn job(name: &str) -> String {
+    let path = format!("{}/tests/jobs/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn run_text(name: &str, text: &str, spec: RunSpec) -> RunReport {
+    let mut spec = spec;
+    spec.job = JobSource::text(name, text);
+    elevator::run::run(&spec).expect("simulation runs")
+}
+
+fn run(name: &str, sched: &str, device: &str) -> RunReport {
+    run_with(
+        name,
+        RunSpec::from_text(name, "").scheduler(sched).device(device),
+    )
+}
+
+fn run_with(name: &str, spec: RunSpec) -> RunReport {
+    run_text(name, &job(name), spec)
+}
+
+/// Per job name: (IOPS summed over its jobs, mean latency in ns weighted by
+/// I/Os) of direction `d`.
+fn by_name(rep: &RunReport, name: &str, d: Ddir) -> (f64, f64) {
+    let (mut iops, mut ios, mut lat) = (0.0, 0u64, 0.0);
+    for j in rep.jobs.iter().filter(|j| j.spec.name == name) {
+        let n = j.stats.total_ios(d);
+        let rt = j.stats.runtime_ns() as f64 / 1e9;
+        if rt > 0.0 {
+            iops += n as f64 / rt;
+        }
+        ios += n;
+        lat += j.stats.lat_mean_ns(d) * n as f64;
+    }
+    assert!(ios > 0, "job {name} did no {d:?} I/O");
+    (iops, lat / ios as f64)
+}
+
+fn total_iops(rep: &RunReport, d: Ddir) -> f64 {
+    rep.jobs
+        .iter()
+        .map(|j| j.stats.total_ios(d) as f64 / (j.stats.runtime_ns() as f64 / 1e9))
+        .sum()
+}
+
+const E5_GROUPS: [&str; 4] = ["test1", "test2", "test3", "test4"];
+/// The device of E5 ("a fast block device" in seed 004).
+const E5_DEVICE: &str = "nvme";
+
+#[test]
+fn e5_tpps_shares_a_saturated_device_by_weight_and_beats_cfq() {
+    let tpps = run("tpps-e5-cgroups.fio", "tpps", E5_DEVICE);
+    let cfq = run("tpps-e5-cgroups.fio", "cfq", E5_DEVICE);
+    let t: Vec<(f64, f64)> = E5_GROUPS
+        .iter()
+        .map(|g| by_name(&tpps, g, Ddir::Write))
+        .collect();
+    let c: Vec<(f64, f64)> = E5_GROUPS
+        .iter()
+        .map(|g| by_name(&cfq, g, Ddir::Write))
+        .collect();
+    for (i, g) in E5_GROUPS.iter().enumerate() {
+        eprintln!(
+            "E5 {g}: tpps {:.0} IOPS {:.3} ms, cfq {:.0} IOPS {:.3} ms",
+            t[i].0,
+            t[i].1 / 1e6,
+            c[i].0,
+            c[i].1 / 1e6
+        );
+    }
+    for w in t.windows(2) {
+        assert!(w[0].0 > w[1].0, "tpps IOPS not ordered by weight: {t:?}");
+    }
+    let (tt, ct) = (
+        total_iops(&tpps, Ddir::Write),
+        total_iops(&cfq, Ddir::Write),
+    );
+    eprintln!("E5 total: tpps {tt:.0} IOPS, cfq {ct:.0} IOPS");
+    assert!(tt >= ct, "tpps total {tt:.0} below cfq {ct:.0}");
+    for i in 0..4 {
+        assert!(
+            t[i].1 < c[i].1,
+            "{}: tpps mean latency {:.0} ns not below cfq {:.0} ns",
+            E5_GROUPS[i],
+            t[i].1,
+            c[i].1
+        );
+    }
+}
+
+#[test]
+fn e5_unsaturated_groups_get_what_they_ask_whatever_their_weight() {
+    let rep = run("tpps-e5-unsaturated.fio", "tpps", E5_DEVICE);
+    for g in E5_GROUPS {
+        let (iops, _) = by_name(&rep, g, Ddir::Write);
+        eprintln!("unsaturated tpps {g}: {iops:.0} IOPS");
+        // Four jobs at rate_iops=500 each.
+        assert!(
+            (iops - 2000.0).abs() < 0.05 * 2000.0,
+            "tpps {g}: {iops:.0} IOPS, asked for 2000"
+        );
+    }
+    // CFQ on the same device for the record: group_idle (8 ms, kept on
+    // non-rotational queues) holds the disk for a group whose last busy
+    // queue emptied, so rate-limited groups can fall short of their rate.
+    let rep = run("tpps-e5-unsaturated.fio", "cfq", E5_DEVICE);
+    for g in E5_GROUPS {
+        let (iops, _) = by_name(&rep, g, Ddir::Write);
+        eprintln!("unsaturated cfq {g}: {iops:.0} IOPS");
+    }
+}
+
+#[test]
+fn hdd_two_sequential_readers_cfq_idling_beats_noop_unless_slice_idle_is_0() {
+    let name = "cfq-hdd-two-seq-readers.fio";
+    let noop = total_iops(&run(name, "noop", "hdd"), Ddir::Read);
+    let cfq = total_iops(&run(name, "cfq", "hdd"), Ddir::Read);
+    let spec = RunSpec::from_text(name, "")
+        .scheduler("cfq")
+        .device("hdd")
+        .set("iosched/slice_idle", "0");
+    let no_idle = total_iops(&run_with(name, spec), Ddir::Read);
+    eprintln!(
+        "two readers on hdd: noop {noop:.0}, cfq {cfq:.0}, cfq slice_idle=0 {no_idle:.0} IOPS"
+    );
+    assert!(cfq >= 1.5 * noop, "cfq {cfq:.0} vs noop {noop:.0}");
+    assert!(
+        no_idle < 1.1 * noop,
+        "without idling cfq keeps an advantage: {no_idle:.0} vs noop {noop:.0}"
+    );
+}
+
+#[test]
+fn cfq_ioprio_level_0_gets_more_than_level_7() {
+    let rep = run("cfq-ioprio.fio", "cfq", "hdd");
+    let (be0, _) = by_name(&rep, "be0", Ddir::Read);
+    let (be7, _) = by_name(&rep, "be7", Ddir::Read);
+    eprintln!("ioprio on hdd: be0 {be0:.0} IOPS, be7 {be7:.0} IOPS");
+    // Slices of 180 ms against 40 ms: level 0 gets most of the disk.
+    assert!(be0 > 2.0 * be7, "be0 {be0:.0} vs be7 {be7:.0}");
+    // noop does not look at priorities.
+    let noop = run("cfq-ioprio.fio", "noop", "hdd");
+    let (n0, _) = by_name(&noop, "be0", Ddir::Read);
+    let (n7, _) = by_name(&noop, "be7", Ddir::Read);
+    assert!((n0 - n7).abs() < 0.1 * n0, "noop: {n0:.0} vs {n7:.0}");
+}
+
+/// (IOPS, max clat in ns) of the single reported group of a run.
+fn e4_numbers(rep: &RunReport) -> (f64, f64) {
+    let json: serde_json::Value =
+        serde_json::from_str(&elevator::report::fio_json::to_string(rep)).expect("JSON");
+    let w = &json["jobs"][0]["write"];
+    (
+        w["iops"].as_f64().expect("iops"),
+        w["clat_ns"]["max"].as_f64().expect("clat max"),
+    )
+}
+
+/// E4's published ratio (noop 26183 IOPS against cfq 14482, kernel 2.6.39)
+/// is not reproduced: with 50 queues of one request each, 4.19 CFQ on a
+/// non-rotational NCQ queue never idles (slice_idle 0 there, and with 8 ms
+/// every queue is seeky and alone-in-tree idling needs the last queue of the
+/// tree), so it switches queues on every dispatch and keeps the SSD as full
+/// as noop does. Measured 1.00 (noop 38081, cfq 38083 IOPS). Run with
+/// `--ignored` to see it fail.
+#[test]
+#[ignore = "E4's 1.3x is not reproduced by the 4.19 algorithm (ratio 1.00); see the comment"]
+fn e4_noop_gets_1_3x_cfq_iops_on_the_sata_ssd() {
+    let name = "cfq-e4-sata-ssd.fio";
+    let (noop, _) = e4_numbers(&run(name, "noop", "sata-ssd"));
+    let (cfq, _) = e4_numbers(&run(name, "cfq", "sata-ssd"));
+    assert!(noop >= 1.3 * cfq, "noop {noop:.0} vs cfq {cfq:.0} IOPS");
+}
+
+#[test]
+fn e4_cfq_has_the_longer_tail_on_the_sata_ssd() {
+    // What E4 does show in the model: CFQ's longest write waits far longer
+    // than noop's (published: max clat 248 ms against 66 ms). Queues that
+    // come back when few others are busy get a small rb_key offset
+    // (cfq_slice_offset: (busy queues in the group - 1) x 80 ms at level 4)
+    // and go ahead of queues keyed when many were busy.
+    let name = "cfq-e4-sata-ssd.fio";
+    let (noop, noop_max) = e4_numbers(&run(name, "noop", "sata-ssd"));
+    let (cfq, cfq_max) = e4_numbers(&run(name, "cfq", "sata-ssd"));
+    eprintln!(
+        "E4: noop {noop:.0} IOPS max clat {:.1} ms; cfq {cfq:.0} IOPS max clat {:.1} ms; IOPS ratio {:.2}",
+        noop_max / 1e6,
+        cfq_max / 1e6,
+        noop / cfq
+    );
+    assert!(
+        cfq_max > 3.0 * noop_max,
+        "cfq max {cfq_max:.0} vs noop {noop_max:.0} ns"
+    );
+}
+
+#[test]
+fn a_switch_away_from_tpps_waits_for_every_cgroups_requests() {
+    // The seed's backport bug: the drain before a switch waited only for the
+    // root cgroup's request pool, so requests of other cgroups completed
+    // under the next scheduler. Here every job is in a cgroup (the root pool
+    // is empty) and the disk is slow: the drain must last until their
+    // requests are done.
+    let text = "[global]\ndirect=1\nioengine=libaio\nbs=4k\nrw=randwrite\niodepth=64\nruntime=2\ntime_based\nfilename=/dev/sdX\n\
+                [a]\ncgroup=a\ncgroup_weight=1000\n[b]\ncgroup=b\ncgroup_weight=200\n";
+    let spec = RunSpec::from_text("switch.fio", "")
+        .scheduler("tpps")
+        .device("hdd")
+        .switch(NS_PER_SEC, "noop");
+    let rep = run_text("switch.fio", text, spec);
+    let Some(SwitchOutcome::Switched { drain_start, done }) =
+        rep.elevator.switch_log.first().copied()
+    else {
+        panic!("no switch: {:?}", rep.elevator.switch_log);
+    };
+    // Two pools of ~64 requests each at ~100-300 IOPS.
+    let drain = done - drain_start;
+    eprintln!("tpps -> noop drained in {:.1} ms", drain as f64 / 1e6);
+    assert!(
+        drain > 100_000_000,
+        "drained in {drain} ns: cgroup requests not waited for"
+    );
+    for j in &rep.jobs {
+        assert!(
+            j.stats.total_ios(Ddir::Write) > 50,
+            "{} starved",
+            j.spec.name
+        );
+    }
+}
+
+#[test]
+fn elevator_schedulers_lists_every_cfq_tunable_with_its_default() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .arg("schedulers")
+        .output()
+        .expect("elevator schedulers runs");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let cfq = text
+        .split("\n\n")
+        .find(|b| b.starts_with("cfq "))
+        .expect("a cfq entry");
+    assert!(cfq.contains("; simulated)"), "{cfq}");
+    // Linux 4.19 cfq_attrs with their defaults (ms, or us for *_us).
+    let expected = [
+        ("quantum", "8"),
+        ("fifo_expire_sync", "125"),
+        ("fifo_expire_async", "250"),
+        ("back_seek_max", "16384"),
+        ("back_seek_penalty", "2"),
+        ("slice_sync", "100"),
+        ("slice_sync_us", "100000"),
+        ("slice_async", "40"),
+        ("slice_async_us", "40000"),
+        ("slice_async_rq", "2"),
+        ("slice_idle", "8"),
+        ("slice_idle_us", "8000"),
+        ("group_idle", "8"),
+        ("group_idle_us", "8000"),
+        ("low_latency", "1"),
+        ("target_latency", "300"),
+        ("target_latency_us", "300000"),
+    ];
+    let lines: Vec<&str> = cfq.lines().filter(|l| l.contains("iosched/")).collect();
+    assert_eq!(lines.len(), expected.len(), "{cfq}");
+    for (line, (name, default)) in lines.iter().zip(expected) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words[0], format!("iosched/{name}"), "{line}");
+        assert_eq!(words[1], "default", "{line}");
+        assert_eq!(words[2], default, "{line}");
+    }
+    let tpps = text
+        .split("\n\n")
+        .find(|b| b.starts_with("tpps "))
+        .expect("a tpps entry");
+    assert!(
+        tpps.contains("; simulated)") && tpps.contains("tunables: none"),
+        "{tpps}"
+    );
+}
