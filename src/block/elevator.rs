@@ -145,7 +145,10 @@ pub struct CoreSide {
     /// Timers armed during the hook: (fire time, token).
     pub timers: Vec<(Ns, u64)>,
     pub runs: RunRequests,
-    /// Something was asked for (a timer or a queue run).
+    /// Scheduler CPU time beyond the per-call hook cost, ns at the
+    /// reference core (work that grows with the scheduler's state).
+    pub cpu_ns: Ns,
+    /// Something was asked for (a timer, a queue run or CPU time).
     pub asked: bool,
     /// The legacy core's dispatch list (`q->queue_head`).
     pub dispatch: DispatchList,
@@ -157,6 +160,7 @@ impl CoreSide {
         self.timers.clear();
         self.runs.all = false;
         self.runs.hctxs.clear();
+        self.cpu_ns = 0;
         self.asked = false;
     }
 }
@@ -211,6 +215,14 @@ impl<'a> SchedCtx<'a> {
     /// (`blk_mq_run_hw_queue(hctx, true)`).
     pub fn kick_hctx(&mut self, hctx: u16) {
         self.core.runs.hctxs.push(hctx);
+        self.core.asked = true;
+    }
+
+    /// Charge `ns` (at the reference core) of scheduler work to this hook,
+    /// on top of the hook's fixed cost, under the scheduler's lock if it
+    /// has one: work that grows with the scheduler's state (tree walks).
+    pub fn charge_cpu(&mut self, ns: Ns) {
+        self.core.cpu_ns += ns;
         self.core.asked = true;
     }
 
