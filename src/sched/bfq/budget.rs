@@ -280,7 +280,7 @@ impl Bfq {
             }
             let sectors = rqs[rq].nr_sectors;
             self.tot_sectors_dispatched += u64::from(sectors);
-            if self.peak_rate_samples % 32 != 0 {
+            if !self.peak_rate_samples.is_multiple_of(32) {
                 self.last_rq_max_size = sectors.max(self.last_rq_max_size);
             } else {
                 self.last_rq_max_size = sectors;

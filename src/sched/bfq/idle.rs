@@ -20,9 +20,7 @@ impl Bfq {
             w != 0 && self.wf.weights.smallest() == Some(w)
         };
         let varied_queue_weights = !smallest_weight && self.wf.weights.distinct() >= 2;
-        let b = &self.wf.busy_queues;
-        let multiple_classes_busy =
-            (b[0] > 0 && b[1] > 0) || (b[0] > 0 && b[2] > 0) || (b[1] > 0 && b[2] > 0);
+        let multiple_classes_busy = self.wf.busy_queues.iter().filter(|&&n| n > 0).count() > 1;
         varied_queue_weights || multiple_classes_busy || self.wf.num_groups_with_pending_reqs > 1
     }
 
