@@ -171,8 +171,13 @@ pub struct Bfq {
     pub(crate) in_service: u32,
     pub(crate) in_serv_last_pos: u64,
     pub(crate) last_position: u64,
-    idle_timer_armed: bool,
-    idle_timer_token: u64,
+    /// When the idle slice timer is due (simulation ns), None when not
+    /// armed. The block layer cannot take a timer event back, so a
+    /// cancelled or re-armed timer leaves its event behind; at most one
+    /// event is kept outstanding (`idle_timer_event`, its time), and an
+    /// event that fires before the deadline re-arms for the rest.
+    idle_timer_due: Option<Ns>,
+    idle_timer_event: Option<Ns>,
     pub(crate) last_idling_start: u64,
     pub(crate) last_idling_start_jiffies: i64,
     pub(crate) last_budget_start: u64,
@@ -220,6 +225,8 @@ pub struct Bfq {
     pub(crate) large_burst_thresh: u32,
     pub(crate) burst_interval: i64,
     pub(crate) async_depths: [[u32; 2]; 2],
+    /// Tree steps charged so far (statistics).
+    pub(crate) total_steps: u64,
     /// When the last hook ran (sysfs stores see no clock).
     pub(crate) last_now: T,
     // What the hook asks of the block layer.
@@ -264,8 +271,8 @@ impl Bfq {
             in_service: NIL,
             in_serv_last_pos: 0,
             last_position: 0,
-            idle_timer_armed: false,
-            idle_timer_token: 0,
+            idle_timer_due: None,
+            idle_timer_event: None,
             last_idling_start: 0,
             last_idling_start_jiffies: 0,
             last_budget_start: 0,
@@ -307,6 +314,7 @@ impl Bfq {
             large_burst_thresh: 8,
             burst_interval: ms_j(180),
             async_depths: [[1; 2]; 2],
+            total_steps: 0,
             last_now: t,
             out_timer: None,
             out_kick: false,
@@ -371,14 +379,22 @@ impl Bfq {
 
     /// Arm the idle timer `sl` ns from now (`hrtimer_start`).
     pub(crate) fn start_idle_timer(&mut self, t: T, sl: u64) {
-        self.idle_timer_token += 1;
-        self.idle_timer_armed = true;
-        self.out_timer = Some((t.sim() + sl, self.idle_timer_token));
+        let due = t.sim() + sl;
+        self.idle_timer_due = Some(due);
+        self.push_idle_timer_event(due);
     }
 
     /// `hrtimer_try_to_cancel` on the idle timer.
     pub(crate) fn cancel_idle_timer(&mut self) {
-        self.idle_timer_armed = false;
+        self.idle_timer_due = None;
+    }
+
+    /// Ask for a timer event at `at` unless one is outstanding no later.
+    fn push_idle_timer_event(&mut self, at: Ns) {
+        if self.idle_timer_event.is_none_or(|e| e > at) {
+            self.idle_timer_event = Some(at);
+            self.out_timer = Some((at, at));
+        }
     }
 
     /// `bfq_schedule_dispatch`.
@@ -399,6 +415,7 @@ impl Bfq {
             ctx.kick();
         }
         let steps = std::mem::take(&mut self.wf.steps);
+        self.total_steps += steps;
         if steps > 0 {
             ctx.charge_cpu(steps * STEP_NS);
         }
@@ -1539,10 +1556,19 @@ impl Elevator for Bfq {
     }
 
     fn timer(&mut self, ctx: &mut SchedCtx, token: u64) {
-        if !self.idle_timer_armed || token != self.idle_timer_token {
+        if self.idle_timer_event == Some(token) {
+            self.idle_timer_event = None;
+        }
+        let Some(due) = self.idle_timer_due else {
+            return;
+        };
+        if due > ctx.now {
+            // Re-armed since this event was asked for.
+            self.push_idle_timer_event(due);
+            self.flush(ctx);
             return;
         }
-        self.idle_timer_armed = false;
+        self.idle_timer_due = None;
         let t = self.now(ctx.now);
         self.idle_timer_fired(ctx.rqs, t);
         self.flush(ctx);

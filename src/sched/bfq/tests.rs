@@ -467,21 +467,61 @@ fn random_workouts_on_queueing_flash() {
     }
 }
 
-#[test]
-fn the_harness_workout_runs_with_sane_tunables() {
-    // The shared workout writes absurd values to every tunable; BFQ takes
-    // them (as the kernel's stores do), but a slice_idle of 24 days would
-    // plug the device for 24 days, so drain can only finish with sane ones:
-    // run it for the hook contract checks, without draining here.
-    for seed in 1..=5 {
-        let mut h = h();
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            h.random_workout(seed, 2000)
-        }));
-        if r.is_err() {
-            let pending = h.pending_timers();
-            assert!(pending > 0, "stuck without a pending timer");
-        }
-        h.sched.check(&h.rqs);
+/// Tree steps per dispatched request with `n` always-backlogged queues of
+/// equal weight (one request each, as QD1 readers: every request
+/// activates, selects and expires a queue).
+fn steps_per_request(n: u32) -> f64 {
+    let mut q = QueueInfo::new(2, 1, 1024, 2048);
+    q.rotational = false;
+    let mut h = Harness::with_queue(Bfq::new(), q);
+    h.sched.set_tunable("low_latency", "0").unwrap();
+    // Create the queues 700 ms apart: queues created within 180 ms of the
+    // previous one of their group would be stably merged into it.
+    for pid in 0..n {
+        let rq = insert_from(&mut h, who(pid), Op::Read, u64::from(pid) << 20, 8);
+        assert_eq!(h.dispatch(), Some(rq));
+        h.finish(rq);
+        h.advance_ms(700);
     }
+    for pid in 0..n {
+        insert_from(&mut h, who(pid), Op::Read, u64::from(pid) << 20, 8);
+    }
+    let start = h.sched.total_steps;
+    let mut done = 0u64;
+    for i in 0..4000 {
+        let Some(rq) = h.dispatch() else {
+            h.advance_ms(1);
+            continue;
+        };
+        let pid = h.rqs[rq].pid;
+        h.finish(rq);
+        insert_from(
+            &mut h,
+            who(pid),
+            Op::Read,
+            (u64::from(pid) << 20) + i * 8,
+            8,
+        );
+        done += 1;
+    }
+    assert_eq!(h.sched.wf.tot_busy_queues(), n, "every queue stays busy");
+    (h.sched.total_steps - start) as f64 / done as f64
+}
+
+#[test]
+fn tree_work_per_request_grows_logarithmically_with_busy_queues() {
+    let s1 = steps_per_request(1);
+    let s100 = steps_per_request(100);
+    let s1000 = steps_per_request(1000);
+    assert!(s1 < 2.0, "one queue: {s1:.1} steps per request");
+    // log2(100) = 6.6, log2(1000) = 10: ten times the queues, ~1.5x the work.
+    assert!(s100 > s1 + 5.0, "{s1:.1} -> {s100:.1}");
+    assert!(
+        s1000 < 2.5 * s100,
+        "100 queues {s100:.1} steps, 1000 queues {s1000:.1}: more than logarithmic"
+    );
+    assert!(
+        s1000 < 80.0,
+        "{s1000:.1} steps per request with 1000 queues"
+    );
 }
