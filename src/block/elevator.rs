@@ -149,7 +149,10 @@ pub struct CoreSide {
     /// splicing software queues under their locks); the core charges a
     /// hand-off for each that another CPU held last.
     pub lock_hops: Vec<HookLock>,
-    /// Something was asked for (a timer, a queue run or a lock hop).
+    /// Scheduler CPU time beyond the per-call hook cost, ns at the
+    /// reference core (work that grows with the scheduler's state).
+    pub cpu_ns: Ns,
+    /// Something was asked for (a timer, a queue run, a lock hop or CPU time).
     pub asked: bool,
     /// The legacy core's dispatch list (`q->queue_head`).
     pub dispatch: DispatchList,
@@ -162,6 +165,7 @@ impl CoreSide {
         self.runs.all = false;
         self.runs.hctxs.clear();
         self.lock_hops.clear();
+        self.cpu_ns = 0;
         self.asked = false;
     }
 }
@@ -223,6 +227,14 @@ impl<'a> SchedCtx<'a> {
     /// model: a hand-off when another CPU held it last).
     pub fn lock_hop(&mut self, lock: HookLock) {
         self.core.lock_hops.push(lock);
+        self.core.asked = true;
+    }
+
+    /// Charge `ns` (at the reference core) of scheduler work to this hook,
+    /// on top of the hook's fixed cost, under the scheduler's lock if it
+    /// has one: work that grows with the scheduler's state (tree walks).
+    pub fn charge_cpu(&mut self, ns: Ns) {
+        self.core.cpu_ns += ns;
         self.core.asked = true;
     }
 

@@ -816,12 +816,17 @@ impl BlockLayer {
         r
     }
 
-    /// What a scheduler hook asked for: its timers go on the event queue
-    /// (tagged with the attach generation), queue runs happen
+    /// What a scheduler hook asked for: CPU time beyond its fixed cost is
+    /// charged (under the lock if it has one), its timers go on the event
+    /// queue (tagged with the attach generation), queue runs happen
     /// asynchronously (kblockd), so the elevator is not re-entered from its
     /// own hook.
     #[cold]
     fn handle_requests(&mut self, env: &mut Env) {
+        if self.core.cpu_ns > 0 {
+            let ns = self.machine.scale_ns(self.core.cpu_ns);
+            self.sched_work(ns);
+        }
         let owner = TimerOwner::Elevator {
             generation: self.elv_generation,
         };

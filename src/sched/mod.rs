@@ -5,6 +5,7 @@
 //! validate, compare and the CPU cost model all read this table; no
 //! scheduler name is written anywhere else.
 
+pub mod bfq;
 pub mod cfq;
 pub mod deadline;
 pub mod kyber;
@@ -52,6 +53,9 @@ fn new_mq_deadline() -> Box<dyn Elevator> {
 }
 fn new_kyber() -> Box<dyn Elevator> {
     Box::new(kyber::Kyber::new())
+}
+fn new_bfq() -> Box<dyn Elevator> {
+    Box::new(bfq::Bfq::new())
 }
 
 /// Every scheduler elevator models or knows, in the order `elevator
@@ -142,15 +146,16 @@ pub static SCHEDULERS: &[ElevatorType] = &[
     ElevatorType {
         name: "bfq",
         alias: None,
-        summary: "Budget Fair Queueing: per-process queues, B-WF2Q+ by weight, low latency, cgroups (not simulated yet)",
+        summary: "Budget Fair Queueing: per-process queues served in budgets by B-WF2Q+ with weights, idling, low-latency weight raising, cgroup hierarchies",
         mainline: true,
         lab: true,
-        imp: Imp::NotBuilt,
+        imp: Imp::Mq(new_bfq),
         features: Features {
             single_queue: true,
             core_merging: true,
             insert_merging: true,
-            completed_hook: true,
+            // BFQ does its completion work in finish_request.
+            completed_hook: false,
         },
         cost: cost(700, 800, 400, 150, true),
     },

@@ -1,0 +1,219 @@
+//! BFQ scenario tests: each runs a job file of tests/jobs/ through the whole
+//! simulation (job parser, tasks, block layer, BFQ, device model) and checks
+//! what BFQ is for: weight-proportional sharing between cgroups, strict
+//! I/O-priority classes with the idle class protected from starvation, low
+//! latency for a new interactive reader, strict guarantees, throughput for
+//! sequential readers on a disk.
+
+use elevator::job::Ddir;
+use elevator::report::RunReport;
+use elevator::run::{JobSource, RunSpec};
+
+fn job(name: &str) -> JobSource {
+    let path = format!("{}/tests/jobs/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    JobSource::text(name, &text)
+}
+
+fn run(name: &str, sched: &str, device: &str, sets: &[(&str, &str)]) -> RunReport {
+    let mut spec = RunSpec::new(job(name)).scheduler(sched).device(device);
+    for (k, v) in sets {
+        spec = spec.set(k, v);
+    }
+    elevator::run::run(&spec).unwrap_or_else(|e| panic!("{name} on {device}: {e}"))
+}
+
+/// Per job name (numjobs clones summed): (I/Os, IOPS, mean latency in us).
+fn by_job(rep: &RunReport, name: &str) -> (u64, f64, f64) {
+    let mut ios = 0;
+    let mut iops = 0.0;
+    let mut lat = 0.0;
+    for j in rep.jobs.iter().filter(|j| j.spec.name == name) {
+        for d in [Ddir::Read, Ddir::Write] {
+            let n = j.stats.total_ios(d);
+            if n == 0 {
+                continue;
+            }
+            ios += n;
+            iops += n as f64 / (j.stats.runtime_ns() as f64 / 1e9);
+            lat += j.stats.lat_mean_ns(d) * n as f64;
+        }
+    }
+    assert!(
+        rep.jobs.iter().any(|j| j.spec.name == name),
+        "no job named {name}"
+    );
+    (
+        ios,
+        iops,
+        if ios > 0 { lat / ios as f64 / 1e3 } else { 0.0 },
+    )
+}
+
+fn weights<'a>(pairs: &'a [(&'a str, &'a str)]) -> Vec<(String, &'a str)> {
+    pairs
+        .iter()
+        .map(|(g, w)| (format!("cgroup:{g}/blkio.bfq.weight"), *w))
+        .collect()
+}
+
+fn run_weighted(name: &str, device: &str, pairs: &[(&str, &str)]) -> RunReport {
+    let w = weights(pairs);
+    let sets: Vec<(&str, &str)> = w.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    run(name, "bfq", device, &sets)
+}
+
+#[test]
+fn two_groups_share_one_to_two_on_hdd_and_ssd() {
+    for device in ["hdd", "sata-ssd"] {
+        let rep = run_weighted(
+            "bfq-two-groups.fio",
+            device,
+            &[("g100", "100"), ("g200", "200")],
+        );
+        let (_, a, _) = by_job(&rep, "g100");
+        let (_, b, _) = by_job(&rep, "g200");
+        let ratio = b / a;
+        assert!(
+            (ratio - 2.0).abs() <= 0.2,
+            "{device}: g200/g100 = {ratio:.3} ({b:.0} / {a:.0} IOPS), want 2 within 10%"
+        );
+    }
+}
+
+#[test]
+fn four_groups_share_in_proportion_on_ssd() {
+    let groups = [
+        ("w1000", "1000"),
+        ("w800", "800"),
+        ("w600", "600"),
+        ("w400", "400"),
+    ];
+    let rep = run_weighted("bfq-four-groups.fio", "sata-ssd", &groups);
+    let iops: Vec<f64> = groups.iter().map(|(g, _)| by_job(&rep, g).1).collect();
+    let total: f64 = iops.iter().sum();
+    for ((g, w), got) in groups.iter().zip(&iops) {
+        let want = w.parse::<f64>().unwrap() / 2800.0;
+        let share = got / total;
+        assert!(
+            (share - want).abs() <= 0.15 * want,
+            "{g}: share {:.1}% want {:.1}% (within 15%)",
+            share * 100.0,
+            want * 100.0
+        );
+    }
+}
+
+#[test]
+fn rt_class_gets_the_device_against_be() {
+    for device in ["hdd", "sata-ssd"] {
+        let rep = run("bfq-rt-vs-be.fio", "bfq", device, &[]);
+        let (rt, _, _) = by_job(&rep, "rt");
+        let (be, _, _) = by_job(&rep, "be");
+        let share = rt as f64 / (rt + be) as f64;
+        assert!(
+            share >= 0.9,
+            "{device}: RT share {share:.3} ({rt} vs {be} I/Os)"
+        );
+    }
+}
+
+#[test]
+fn idle_class_waits_for_idle_time_but_never_starves() {
+    for device in ["hdd", "sata-ssd"] {
+        // Against a saturating BE job: one idle-class request per 200 ms
+        // (HZ/5), about 5 per second, never none.
+        let rep = run("bfq-idle-class.fio", "bfq", device, &[]);
+        let (be, _, _) = by_job(&rep, "be");
+        let (idle, idle_iops, _) = by_job(&rep, "idle");
+        assert!(
+            idle >= 20,
+            "{device}: idle class starved ({idle} I/Os in 10 s)"
+        );
+        assert!(
+            idle_iops <= 6.0,
+            "{device}: idle class got {idle_iops:.1} IOPS against a busy BE job"
+        );
+        assert!(be > 20 * idle, "{device}: BE {be} vs idle {idle}");
+        // Against a BE job that leaves the device idle between its reads,
+        // the idle class gets what is left.
+        let rep = run("bfq-idle-class-gaps.fio", "bfq", device, &[]);
+        let (be, _, _) = by_job(&rep, "be");
+        let (idle, _, _) = by_job(&rep, "idle");
+        assert!(idle > 5 * be, "{device}: idle {idle} vs thinking BE {be}");
+    }
+}
+
+#[test]
+fn low_latency_protects_a_new_reader_from_sequential_writers_on_hdd() {
+    let lat = |ll: &str| {
+        let rep = run(
+            "bfq-low-latency.fio",
+            "bfq",
+            "hdd",
+            &[("iosched/low_latency", ll)],
+        );
+        let (n, _, lat) = by_job(&rep, "reader");
+        assert!(n > 20, "low_latency={ll}: the reader did {n} I/Os");
+        lat
+    };
+    let (on, off) = (lat("1"), lat("0"));
+    assert!(
+        off >= 2.0 * on,
+        "reader mean latency {on:.0} us with low_latency=1, {off:.0} us with 0"
+    );
+}
+
+#[test]
+fn strict_guarantees_keeps_one_request_in_the_device() {
+    // At most one request in the device: the device serves at its
+    // depth-1 rate (Little's law), whatever the jobs' depth.
+    let total = |rep: &RunReport| by_job(rep, "a").1 + by_job(rep, "b").1;
+    let strict = total(&run(
+        "bfq-strict.fio",
+        "bfq",
+        "nvme",
+        &[("iosched/strict_guarantees", "1")],
+    ));
+    let default = total(&run("bfq-strict.fio", "bfq", "nvme", &[]));
+    // The same device at depth 1 without a scheduler.
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/jobs/bfq-strict.fio",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+    .replace("iodepth=32", "iodepth=1")
+    .replace("[b]\nnew_group\n", "");
+    let mut spec = RunSpec::new(JobSource::text("qd1.fio", &text))
+        .scheduler("none")
+        .device("nvme");
+    spec.machine.cpus = 2;
+    let qd1 = by_job(&elevator::run::run(&spec).unwrap(), "a").1;
+    assert!(
+        strict <= qd1 * 1.1,
+        "strict {strict:.0} IOPS, the device at depth 1 {qd1:.0}"
+    );
+    assert!(
+        strict >= qd1 * 0.7,
+        "strict {strict:.0} vs depth 1 {qd1:.0}"
+    );
+    assert!(
+        default > 3.0 * strict,
+        "default {default:.0} vs strict {strict:.0}"
+    );
+}
+
+#[test]
+fn sequential_readers_far_apart_get_more_throughput_than_with_none() {
+    let bw = |sched: &str| {
+        let rep = run("bfq-seq-readers.fio", sched, "hdd", &[]);
+        let (a, _, _) = by_job(&rep, "r1");
+        let (b, _, _) = by_job(&rep, "r2");
+        a + b
+    };
+    let (bfq, none) = (bw("bfq"), bw("none"));
+    assert!(
+        bfq as f64 > 2.0 * none as f64,
+        "BFQ {bfq} I/Os, none {none} I/Os"
+    );
+}
