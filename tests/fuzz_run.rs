@@ -199,11 +199,22 @@ const SCHEDULERS: &[&str] = &[
     "deadline",
     "noop",
     "kyber",
-    "!bfq",
+    "bfq",
+    "cfq",
+    "tpps",
+    "!bfqq",
     "!junk",
     " mq-deadline\n",
 ];
-const DEVICES: &[&str] = &["nvme", "ram", "hdd", "sata-ssd"];
+const DEVICES: &[&str] = &[
+    "nvme",
+    "ram",
+    "hdd",
+    "sata-ssd",
+    "intel-s3520",
+    "micron-9100",
+    "desktop-ssd",
+];
 const SETTINGS: &[(&str, &[&str])] = &[
     (
         "nr_requests",
@@ -223,6 +234,14 @@ const SETTINGS: &[(&str, &[&str])] = &[
         &["0", "1", "2000000", "1000000000", "!0x10"],
     ),
     ("iosched/write_lat_nsec", &["0", "10000000", "!-1"]),
+    ("iosched/slice_idle", &["0", "1", "8", "!-1"]),
+    ("iosched/low_latency", &["0", "1", "!2"]),
+    ("iosched/strict_guarantees", &["0", "1"]),
+    ("iosched/quantum", &["1", "8", "64", "!0"]),
+    ("iosched/group_idle", &["0", "8"]),
+    ("iosched/back_seek_penalty", &["1", "2", "!0"]),
+    ("iosched/timeout_sync", &["1", "125", "!0"]),
+    ("iosched/max_budget", &["0", "16384"]),
     (
         "cpu/submit_ns",
         &["0", "400", "1000000", "!1000001", "!18446744073709550000"],

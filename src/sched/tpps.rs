@@ -25,7 +25,9 @@
 //! waited only for the root cgroup's request pool) stays fixed: the core's
 //! drain waits for every request of every pool.
 //!
-//! Deviations: the ali code does not decrement `tppd->dispatched` for a
+//! Deviations: with `nr_requests` below MIN_DISPATCH_RQ (it can be set
+//! down to 4) the ali code would never dispatch and the I/O would hang; the
+//! model waits for all `nr_requests` slots to be free instead. The ali code does not decrement `tppd->dispatched` for a
 //! request merged away, so its "queue empty" test drifts; the model keeps
 //! the count exact. A queue freed when its process changes cgroup takes its
 //! group's weight out of `total_weight` when it was the group's last online
@@ -255,13 +257,21 @@ impl Tpps {
         count
     }
 
+    /// The free slots a dispatch waits for: MIN_DISPATCH_RQ, or all of
+    /// `nr_requests` when there are fewer (a deviation: with
+    /// `nr_requests` below 64 the ali code never dispatches and the queue
+    /// hangs; the model dispatches when the driver is empty instead).
+    fn min_dispatch(&self) -> i64 {
+        MIN_DISPATCH_RQ.min(self.nr_requests as i64)
+    }
+
     /// `tpps_dispatch_requests` without force.
     fn dispatch_quota(&mut self, ctx: &mut SchedCtx) -> u32 {
         if self.total_weight == 0 {
             return 0;
         }
         let quota = self.nr_requests as i64 - self.rq_in_driver as i64;
-        if quota < MIN_DISPATCH_RQ {
+        if quota < self.min_dispatch() {
             return 0;
         }
         let mut total = 0;
