@@ -294,6 +294,14 @@ impl CgroupTree {
     /// given (backend.c), so a weight alone leaves the job in the root;
     /// the weight goes to [`fio_weight_file`] (`blkio.weight`), unless the
     /// user set that file; on v2 fio refuses the option.
+    ///
+    /// Decision: the weight also goes to `blkio.bfq.weight` (unless the
+    /// user set it), as the lab writes it: on a kernel where BFQ owns the
+    /// group weight there is no `blkio.weight` and fio's own write fails
+    /// (reference: real-kernel-lab), so the lab gives the job's weight to
+    /// BFQ's file; the simulation does the same, so `validate` compares
+    /// like with like and a job file's weights mean the same under every
+    /// scheduler.
     pub fn join_fio(
         &mut self,
         cgroup: Option<&str>,
@@ -313,8 +321,15 @@ impl CgroupTree {
             (Some(f), Some(w)) => Some((f, self.check(&path, f, &w.to_string())?)),
             _ => None,
         };
+        let bfq = match (file, weight) {
+            (Some(_), Some(w)) => {
+                let f = super::weight_file_for(self.version, WeightPolicy::Bfq);
+                Some((f, self.check(&path, f, &w.to_string())?))
+            }
+            _ => None,
+        };
         let id = self.get_or_create(&path)?;
-        if let Some((f, w)) = w {
+        for (f, w) in w.into_iter().chain(bfq) {
             self.apply(id, f, w, Origin::Job);
         }
         Ok(id)
@@ -719,10 +734,14 @@ mod tests {
         let b = t.join_fio(Some("/test1/"), None).unwrap();
         assert_eq!(a, b);
         assert_eq!(t.weight(a, Blkcg), 1000);
-        assert_eq!(t.weight(a, Bfq), 100, "fio's weight is blkio.weight only");
+        assert_eq!(t.weight(a, Bfq), 1000, "the lab gives fio's weight to BFQ too");
         // A later job's weight replaces an earlier one, like fio's writes.
         t.join_fio(Some("test1"), Some(200)).unwrap();
-        assert_eq!(t.weight(a, Blkcg), 200);
+        assert_eq!((t.weight(a, Blkcg), t.weight(a, Bfq)), (200, 200));
+        // A user's BFQ weight stands against a job's.
+        t.set_key("cgroup:test1/blkio.bfq.weight", "30").unwrap();
+        t.join_fio(Some("test1"), Some(400)).unwrap();
+        assert_eq!((t.weight(a, Blkcg), t.weight(a, Bfq)), (400, 30));
         let c = t.join_fio(Some("a/b"), Some(100)).unwrap();
         assert_eq!((t.path(c), t.parent(c)), (Some("a/b"), t.lookup("a")));
         // On v2 fio refuses cgroup_weight=.
