@@ -734,7 +734,11 @@ mod tests {
         let b = t.join_fio(Some("/test1/"), None).unwrap();
         assert_eq!(a, b);
         assert_eq!(t.weight(a, Blkcg), 1000);
-        assert_eq!(t.weight(a, Bfq), 1000, "the lab gives fio's weight to BFQ too");
+        assert_eq!(
+            t.weight(a, Bfq),
+            1000,
+            "the lab gives fio's weight to BFQ too"
+        );
         // A later job's weight replaces an earlier one, like fio's writes.
         t.join_fio(Some("test1"), Some(200)).unwrap();
         assert_eq!((t.weight(a, Blkcg), t.weight(a, Bfq)), (200, 200));
