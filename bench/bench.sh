@@ -15,6 +15,8 @@ cd "$(dirname "$0")/.."
 cargo build --release --quiet
 BIN=${CARGO_TARGET_DIR:-target}/release/elevator
 OUT=BENCHMARKS.md
+# Every scheduler the simulator runs, in the registry's order (none first).
+mapfile -t SCHEDS < <("$BIN" schedulers | awk '/simulated\)$/ {print $1}')
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -92,7 +94,7 @@ for dev in ram nvme sata-ssd hdd; do
   n=$N
   # The HDD model scans its 32-command NCQ per decision: fewer requests keep the run short.
   [ "$dev" = hdd ] && n=$(( N / 8 ))
-  for s in none mq-deadline deadline noop; do
+  for s in "${SCHEDS[@]}"; do
     # Best of three runs: the machine may be busy with other work.
     read -r wall rss reqs < <(measure "$s" "$dev" "$n")
     for _ in 2 3; do
@@ -143,8 +145,8 @@ done
   echo "with the default CPU costs (about 2.4 us of CPU per I/O without a scheduler; mq-deadline"
   echo "0.7 us of hooks under the queue lock, after bfq-iosched.rst; see src/block/cpu.rs)."
   echo
-  echo "| CPUs | none | mq-deadline | deadline | noop | mq-deadline vs none |"
-  echo "|---:|---:|---:|---:|---:|---:|"
+  echo "| CPUs | $(printf '%s | ' "${SCHEDS[@]}")mq-deadline vs none |"
+  echo "|---:|$(printf -- '---:|%.0s' "${SCHEDS[@]}")---:|"
 } >> "$OUT"
 for cpus in 1 2 4 8; do
   cat > "$TMP/c.fio" <<JOB
@@ -163,7 +165,7 @@ numjobs=$cpus
 JOB
   row="| $cpus"
   declare -A got=()
-  for s in none mq-deadline deadline noop; do
+  for s in "${SCHEDS[@]}"; do
     "$BIN" run "$TMP/c.fio" --scheduler "$s" --device nvme --cpus "$cpus" --output-format=json \
         --output "$TMP/c.json" --no-progress
     got[$s]=$(python3 -c "import json;d=json.load(open('$TMP/c.json'));print(round(sum(j['read']['iops'] for j in d['jobs'])))")
@@ -177,9 +179,10 @@ instructions() { # instructions BIN SCHED -> instructions per simulated request 
   job cg "$CG_N"
   valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$1" run "$TMP/cg.fio" \
       --scheduler "$2" --device nvme --output-format=json --output "$TMP/cg.json" --no-progress \
-      2> "$TMP/cg.err" >/dev/null
+      2> "$TMP/cg.err" >/dev/null || return 1
   local total
   total=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$TMP/cg.err")
+  [ -n "$total" ] || return 1
   python3 -c "print(f'{$total/$CG_N:.0f}')"
 }
 CG_N=200000
@@ -204,11 +207,16 @@ if command -v valgrind >/dev/null 2>&1; then
       echo "|---|---:|"
     fi
   } >> "$OUT"
-  for s in none mq-deadline deadline noop; do
+  for s in "${SCHEDS[@]}"; do
     now=$(instructions "$BIN" "$s")
     if [ -n "${BASELINE:-}" ]; then
-      base=$(instructions "$BASELINE" "$s")
-      echo "| $s | $now | $base | $(python3 -c "print(f'{($now/$base-1)*100:+.1f}%')") |" >> "$OUT"
+      # An older build may not have every scheduler yet.
+      if base=$(instructions "$BASELINE" "$s" 2>/dev/null); then
+        change=$(python3 -c "print(f'{($now/$base-1)*100:+.1f}%')")
+      else
+        base="-"; change="new"
+      fi
+      echo "| $s | $now | $base | $change |" >> "$OUT"
     else
       echo "| $s | $now |" >> "$OUT"
     fi
@@ -217,3 +225,5 @@ if command -v valgrind >/dev/null 2>&1; then
 fi
 echo >> "$OUT"
 echo "wrote $OUT" >&2
+# The README's figures come from this run, never by hand.
+python3 bench/readme.py
