@@ -94,7 +94,10 @@ pub struct FioJob {
     ious: Vec<IoU>,
     free_slots: Vec<u32>,
     inflight: u32,
-    completed: Vec<u32>,
+    /// Completed units not yet reaped, in completion order (the aio ring).
+    completed: VecDeque<u32>,
+    /// Reaping down to `iodepth_low` after the queue was full.
+    refill_low: bool,
     pending: VecDeque<Piece>,
     /// An I/O already drawn from the generator, due at the given time (rate limit).
     staged: Option<(IoUnit, Ns)>,
@@ -201,7 +204,8 @@ impl FioJob {
             sync_wait: None,
             sync_runs: Vec::new(),
             inflight: 0,
-            completed: Vec::new(),
+            completed: VecDeque::new(),
+            refill_low: false,
             pending: VecDeque::new(),
             staged: None,
             exhausted: false,
@@ -302,15 +306,32 @@ impl FioJob {
         }
         if iou.pieces_left == 0 {
             iou.done = at.max(iou.issue);
-            self.completed.push(slot as u32);
-            if iou.done > cx.now {
+            self.completed.push_back(slot as u32);
+            let mut at = iou.done.max(cx.now);
+            if task.sleep == Some(SleepReason::Io) {
+                at = Self::wake_up(task, at, cx);
+            }
+            if at > cx.now {
                 // Delivered when the submit call that issued it has returned.
-                let at = iou.done;
                 cx.wake_at(task, at);
             } else {
                 cx.step_again(task.id);
             }
         }
+    }
+
+    /// A task asleep in io_getevents (or a synchronous call) is woken at
+    /// `at`: on an idle CPU the host's wake-up (`[cpu] wake_ns`: the IPI, the
+    /// exit from idle, the switch) keeps that CPU busy first. Returns when
+    /// the task can run.
+    fn wake_up(task: &Task, at: Ns, cx: &mut TaskCx) -> Ns {
+        let wake = cx.block.wake_ns();
+        if wake == 0 || cx.block.cpu_free_at(task.cpu) > at {
+            return at;
+        }
+        cx.block.cpu_begin(task.cpu, at);
+        cx.block.cpu_charge(wake);
+        cx.block.cpu_end()
     }
 
     /// The job acts at `cx.now`: reap, decide, submit at most one batch.
@@ -330,7 +351,10 @@ impl FioJob {
             self.stats.begin(self.ramp_end);
             self.stats_begun = true;
         }
-        self.reap(task, cx);
+        let limit = self.reap_limit(now);
+        if limit > 0 {
+            self.reap(task, cx, limit);
+        }
         if self.sync_wait.is_some() && self.pending.is_empty() {
             cx.block.cpu_begin(task.cpu, now);
             self.fsync_progress(task, cx);
@@ -549,6 +573,11 @@ impl FioJob {
         if self.inflight < self.depth || task.blocked() || !self.pending.is_empty() {
             let at = task.busy_until;
             cx.wake_at(task, at);
+        } else if let Some(&first) = self.completed.front() {
+            // Full, with completions already in the ring: the next
+            // io_getevents returns at once (when the call has returned).
+            let at = task.busy_until.max(self.ious[first as usize].done);
+            cx.wake_at(task, at);
         } else {
             task.sleep = Some(SleepReason::Io);
         }
@@ -620,8 +649,62 @@ impl FioJob {
         }
     }
 
-    /// Collect completed I/O units (`io_getevents`) and record them.
-    fn reap(&mut self, task: &mut Task, cx: &mut TaskCx) {
+    /// How many completions fio collects when the job acts at `now` (fio's
+    /// do_io loop, backend.c): while it can still submit, none — completed
+    /// units stay in the ring and keep counting in the queue depth; once
+    /// the queue is full, one `io_getevents` call of at least
+    /// `iodepth_batch_complete_min` (at least 1) and at most
+    /// `iodepth_batch_complete_max` events (which defaults to the minimum,
+    /// so fio reaps one at a time), repeated until the depth is down to
+    /// `iodepth_low`. When it cannot submit (draining, a rate or think-time
+    /// wait, an fsync, a file exhausted) it takes everything there is.
+    /// On a device faster than the submitting CPU this is what keeps
+    /// `iodepth` units outstanding and makes clat iodepth / IOPS.
+    fn reap_limit(&mut self, now: Ns) -> usize {
+        let can_submit = self.phase == Phase::Running
+            && !self.exhausted
+            && self.staged.is_none()
+            && self.sync_wait.is_none()
+            && self.pending.is_empty()
+            && now >= self.think_until
+            && now < self.deadline
+            && self.kind != EngineKind::Sync;
+        if !can_submit {
+            self.refill_low = false;
+            return usize::MAX;
+        }
+        if self.inflight >= self.depth {
+            self.refill_low = self.spec.iodepth_low < self.depth;
+        }
+        if !(self.inflight >= self.depth || self.refill_low) {
+            return 0;
+        }
+        let min = self
+            .spec
+            .iodepth_batch_complete_min
+            .clamp(1, self.inflight.max(1));
+        let max = self.spec.iodepth_batch_complete_max.max(min);
+        let ready = self
+            .completed
+            .iter()
+            .filter(|&&s| self.ious[s as usize].done <= now)
+            .take(min as usize)
+            .count();
+        if ready < min as usize {
+            // io_getevents blocks for `min`: nothing is returned before.
+            return 0;
+        }
+        let want = if self.refill_low {
+            (self.inflight - self.spec.iodepth_low.min(self.inflight)).max(1)
+        } else {
+            max
+        };
+        want as usize
+    }
+
+    /// Collect up to `limit` completed I/O units (`io_getevents`), oldest
+    /// first, and record them.
+    fn reap(&mut self, task: &mut Task, cx: &mut TaskCx, limit: usize) {
         let now = cx.now;
         if self.completed.is_empty() {
             return;
@@ -637,7 +720,11 @@ impl FioJob {
                 i += 1;
                 continue;
             }
-            self.completed.swap_remove(i);
+            if n == limit {
+                // Left in the ring for a later call.
+                break;
+            }
+            self.completed.remove(i);
             n += 1;
             // fio stamps a completion when it reaps it (io_getevents returned),
             // so time spent waiting for the task counts in clat, as in fio.
@@ -668,7 +755,7 @@ impl FioJob {
             cx.wake_at(task, next);
         }
         if n > 0 {
-            self.stats.record_complete(n);
+            self.stats.record_complete(n as u32);
             // Reaping costs the task CPU time before it can submit again.
             cx.block.cpu_begin(task.cpu, now);
             cx.block.cpu_charge(self.costs.reap_per_io_ns * n as u64);
@@ -900,7 +987,7 @@ impl FioJob {
         let iou = &mut self.ious[slot as usize];
         iou.pieces_left = 0;
         iou.done = at.max(iou.issue);
-        self.completed.push(slot);
+        self.completed.push_back(slot);
         if iou.done > cx.now {
             let at = iou.done;
             cx.wake_at(task, at);
@@ -1016,7 +1103,7 @@ impl FioJob {
                 task.sleep = Some(SleepReason::DirtyThrottle);
             }
             let at = iou.done;
-            self.completed.push(slot);
+            self.completed.push_back(slot);
             cx.wake_at(task, at);
         }
     }
