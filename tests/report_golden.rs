@@ -97,6 +97,7 @@ fn meta() -> ElevatorMeta {
         disk_stats: None,
         kernel: None,
         page_cache: None,
+        cpu_busy_ns: None,
     }
 }
 

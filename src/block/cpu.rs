@@ -46,9 +46,24 @@ pub struct CpuCosts {
     /// Moving a contended lock and the data it protects between CPUs.
     #[serde(default = "d_handoff")]
     pub lock_handoff_ns: Ns,
+    /// Wake-up cost of this host: waking a task that sleeps on an idle CPU
+    /// (fio in `io_getevents` or a synchronous call, a loop worker) keeps
+    /// that CPU busy this long before the task runs — the IPI, the CPU's
+    /// exit from idle (a halted vCPU resumed by its host), the switch. Not
+    /// scaled by CPU speed; 0 (the default) leaves it out. `calibrate` fits
+    /// it on a loop device, where it is most of a QD1 latency.
+    #[serde(default)]
+    pub wake_ns: Ns,
     /// Per-scheduler hook costs; missing schedulers use the built-in table.
     #[serde(default)]
     pub sched: Vec<NamedSchedCost>,
+    /// Speed of the CPUs of the host this profile describes, relative to
+    /// the reference core (`calibrate` fits it on a CPU-bound device): a run
+    /// on the profile multiplies the machine's `--cpu-speed` by it, so every
+    /// CPU cost — fio's calls, the block layer, scheduler hooks, a loop
+    /// worker's copy — is that host's.
+    #[serde(default)]
+    pub host_speed: Option<f64>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -85,7 +100,9 @@ impl Default for CpuCosts {
             driver_ns: d_driver(),
             complete_ns: d_complete(),
             lock_handoff_ns: d_handoff(),
+            wake_ns: 0,
             sched: Vec::new(),
+            host_speed: None,
         }
     }
 }
@@ -112,6 +129,12 @@ impl SchedCost {
 /// simulated clocks far from wrapping.
 pub const MAX_CPU_COST_NS: Ns = 1_000_000;
 
+/// The range of `[cpu] host_speed`: a CPU 20 times slower to 20 times
+/// faster than the reference core (with `--cpu-speed` the product must
+/// still lie in the machine's 0.01..100).
+pub const HOST_SPEED_MIN: f64 = 0.05;
+pub const HOST_SPEED_MAX: f64 = 20.0;
+
 /// The one place a CPU cost is range-checked.
 fn check_cost(v: Ns) -> Result<(), String> {
     if v > MAX_CPU_COST_NS {
@@ -130,6 +153,8 @@ impl CpuCosts {
             driver_ns: f(self.driver_ns),
             complete_ns: f(self.complete_ns),
             lock_handoff_ns: f(self.lock_handoff_ns),
+            // A latency of the host, not CPU work: not scaled.
+            wake_ns: self.wake_ns,
             sched: self
                 .sched
                 .iter()
@@ -138,6 +163,7 @@ impl CpuCosts {
                     cost: s.cost.scaled(&f),
                 })
                 .collect(),
+            host_speed: self.host_speed,
         }
     }
 
@@ -149,8 +175,17 @@ impl CpuCosts {
             ("driver_ns", self.driver_ns),
             ("complete_ns", self.complete_ns),
             ("lock_handoff_ns", self.lock_handoff_ns),
+            ("wake_ns", self.wake_ns),
         ] {
             check_cost(v).map_err(|e| (format!("cpu.{k}"), e))?;
+        }
+        if let Some(h) = self.host_speed {
+            if !(h.is_finite() && (HOST_SPEED_MIN..=HOST_SPEED_MAX).contains(&h)) {
+                return Err((
+                    "cpu.host_speed".into(),
+                    format!("{h} is out of range: expected {HOST_SPEED_MIN}..={HOST_SPEED_MAX} (1 = the reference ~2.4 GHz core)"),
+                ));
+            }
         }
         for s in &self.sched {
             let c = &s.cost;
@@ -185,9 +220,10 @@ impl CpuCosts {
             "driver_ns" => self.driver_ns = v,
             "complete_ns" => self.complete_ns = v,
             "lock_handoff_ns" => self.lock_handoff_ns = v,
+            "wake_ns" => self.wake_ns = v,
             other => {
                 return Err(format!(
-                    "cpu/{other}: unknown cost (submit_ns, driver_ns, complete_ns, lock_handoff_ns, or SCHEDULER.insert_ns|dispatch_ns|complete_ns|merge_ns)"
+                    "cpu/{other}: unknown cost (submit_ns, driver_ns, complete_ns, lock_handoff_ns, wake_ns, or SCHEDULER.insert_ns|dispatch_ns|complete_ns|merge_ns)"
                 ))
             }
         }
@@ -305,6 +341,9 @@ impl CpuState {
             cur_begin: 0,
             busy_ns: vec![0; nr_cpus],
         }
+    }
+    pub fn nr_cpus(&self) -> usize {
+        self.free.len()
     }
     /// When `cpu` can start new work.
     pub fn free_at(&self, cpu: u16) -> Ns {

@@ -2,12 +2,13 @@
 //! gets back (the kernel's `blk_mq_ops` and `struct queue_limits`). Device
 //! models in `crate::device` implement [`Device`].
 
+use super::cpu::CpuState;
 use super::request::{Op, RqId};
 use crate::sim::time::Ns;
 use serde::Deserialize;
 
 /// Identity and queue limits every device has (what sysfs `queue/` shows).
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct QueueLimits {
     /// Capacity in bytes.
@@ -69,11 +70,109 @@ impl DeviceCmd {
 }
 
 /// What a device call produced: completions at given times and internal
-/// wake-ups the device wants (`Device::wakeup(token)` at that time).
+/// wake-ups the device wants (`Device::wakeup(token)` at that time, or
+/// `Device::cpu_work` for a token marked [`CPU_WORK`]).
 #[derive(Default, Debug)]
 pub struct DeviceOut {
     pub completions: Vec<(Ns, RqId)>,
     pub wakeups: Vec<(Ns, u64)>,
+    /// Completions that run on a CPU other than the submitter's (the CPU
+    /// that raised them): (request, CPU).
+    pub complete_cpu: Vec<(RqId, u16)>,
+    /// CPU time `submit` spent in the submitter's context (reference core).
+    pub inline_cpu_ns: Ns,
+}
+
+/// Marks a wake-up token as CPU work (`Device::cpu_work`).
+pub const CPU_WORK: u64 = 1 << 63;
+
+impl DeviceOut {
+    /// Ask for `Device::cpu_work(token)` at `at`.
+    pub fn cpu_wakeup(&mut self, at: Ns, token: u64) {
+        self.wakeups.push((at, token | CPU_WORK));
+    }
+    /// Complete `id` at `at`, its completion work on `cpu`.
+    pub fn complete_on(&mut self, at: Ns, id: RqId, cpu: u16) {
+        self.completions.push((at, id));
+        self.complete_cpu.push((id, cpu));
+    }
+}
+
+/// The machine's CPUs as a device model may use them: for driver work done
+/// by kernel threads (a loop device's worker) that competes with the tasks
+/// for the same CPUs.
+pub struct DeviceCpus<'a> {
+    state: &'a mut CpuState,
+    /// CPU speed relative to the reference core.
+    speed: f64,
+    /// The host's wake-up cost on an idle CPU (`[cpu] wake_ns`).
+    wake_ns: Ns,
+    /// The CPU that last queued a command (it is running the submitter).
+    submitter: u16,
+}
+
+impl<'a> DeviceCpus<'a> {
+    pub fn new(state: &'a mut CpuState, speed: f64, wake_ns: Ns, submitter: u16) -> DeviceCpus<'a> {
+        DeviceCpus {
+            state,
+            speed,
+            wake_ns,
+            submitter,
+        }
+    }
+    /// Where a kernel thread woken by a submission runs: the CPU free first
+    /// other than the submitter's, which is busy running the task that woke
+    /// it (select_idle_sibling looks for an idle CPU); the submitter's only
+    /// when there is no other.
+    pub fn wake_placement(&self) -> u16 {
+        (0..self.nr() as u16)
+            .filter(|&c| c != self.submitter || self.nr() == 1)
+            .min_by_key(|&c| (self.free_at(c), c))
+            .unwrap_or(0)
+    }
+    /// What waking a kernel thread on `cpu` at `now` costs that CPU: the
+    /// host's wake-up when it is idle, nothing when it is running anyway.
+    pub fn wake_cost(&self, cpu: u16, now: Ns) -> Ns {
+        if self.free_at(cpu) <= now {
+            self.wake_ns
+        } else {
+            0
+        }
+    }
+    pub fn nr(&self) -> usize {
+        self.state.nr_cpus()
+    }
+    /// When `cpu` can start new work.
+    pub fn free_at(&self, cpu: u16) -> Ns {
+        self.state.free_at(cpu)
+    }
+    /// The CPU that is free first; `prefer` wins a tie, then the lowest.
+    pub fn earliest_free(&self, prefer: Option<u16>) -> u16 {
+        let mut best = prefer.filter(|&c| (c as usize) < self.nr()).unwrap_or(0);
+        for c in 0..self.nr() as u16 {
+            if self.free_at(c) < self.free_at(best) {
+                best = c;
+            }
+        }
+        best
+    }
+    /// Run `ns` of work (reference core) on `cpu`, no earlier than `now`,
+    /// after whatever the CPU is doing; returns when it ends.
+    pub fn run(&mut self, cpu: u16, now: Ns, ns: Ns) -> Ns {
+        self.run_with(cpu, now, 0, ns)
+    }
+    /// `run`, after `fixed` ns of host time that CPU speed does not scale
+    /// (a wake-up).
+    pub fn run_with(&mut self, cpu: u16, now: Ns, fixed: Ns, ns: Ns) -> Ns {
+        let ns = if self.speed == 1.0 {
+            ns
+        } else {
+            (ns as f64 / self.speed).round() as Ns
+        };
+        self.state.begin(cpu, now);
+        self.state.charge(fixed.saturating_add(ns));
+        self.state.end()
+    }
 }
 
 /// Outcome of `queue_rq`.
@@ -97,6 +196,9 @@ pub trait Device {
     /// The completion of `id` was delivered (a device that serves one command
     /// at a time starts its next one here).
     fn completed(&mut self, _now: Ns, _id: RqId, _out: &mut DeviceOut) {}
+    /// CPU work the device asked for with `DeviceOut::cpu_wakeup` (token
+    /// without the [`CPU_WORK`] mark): run it on `cpus`.
+    fn cpu_work(&mut self, _now: Ns, _token: u64, _cpus: &mut DeviceCpus, _out: &mut DeviceOut) {}
     /// Volatile write cache setting (`write_cache` sysfs): true = "write back".
     fn set_write_cache(&mut self, _write_back: bool) {}
 }

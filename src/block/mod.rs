@@ -30,7 +30,7 @@ use crate::machine::Machine;
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::time::{self, Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
-use driver::{Device, DeviceCmd, DeviceOut, Submit};
+use driver::{Device, DeviceCmd, DeviceCpus, DeviceOut, Submit, CPU_WORK};
 use elevator::{CoreSide, Elevator, ElevatorType, Features, Hook, QueueInfo, SchedCtx, Tunable};
 use knobs::{QueueKnobs, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
 use request::{flags, Op, Request, RequestArena, RqId, NIL};
@@ -221,6 +221,12 @@ pub struct BlockLayer {
     knobs: QueueKnobs,
     device: Box<dyn Device>,
     dev_out: DeviceOut,
+    /// Per request: the CPU its completion runs on when the device chose
+    /// one (u16::MAX: the submitter's); sized on first use.
+    done_cpu: Vec<u16>,
+    /// The CPU that issued the last command (a device's kernel thread
+    /// woken by it runs elsewhere when it can).
+    last_issue_cpu: u16,
     /// Merge hash keyed by request end sector (`elv_rqhash`), 64 buckets.
     hash: Vec<Vec<RqId>>,
     /// One-hit merge hint (`q->last_merge`).
@@ -363,6 +369,8 @@ impl BlockLayer {
             knobs,
             device: dev,
             dev_out: DeviceOut::default(),
+            done_cpu: Vec::new(),
+            last_issue_cpu: 0,
             hash: vec![Vec::new(); merge::ELV_HASH_BUCKETS],
             last_merge: NIL,
             legacy: legacy::LegacyQueue::default(),
@@ -547,6 +555,17 @@ impl BlockLayer {
         self.cpu.end()
     }
     /// When `cpu` is free for new work.
+    /// The host's wake-up latency for a task asleep on I/O (`[cpu] wake_ns`).
+    #[inline]
+    pub fn wake_ns(&self) -> Ns {
+        self.costs.wake_ns
+    }
+
+    /// CPU time charged on every CPU so far.
+    pub fn cpu_busy_total(&self) -> Ns {
+        self.cpu.busy_ns.iter().sum()
+    }
+
     pub fn cpu_free_at(&self, cpu: u16) -> Ns {
         self.cpu.free_at(self.cpu_index(cpu))
     }
@@ -1046,6 +1065,7 @@ impl BlockLayer {
             fua: r.has(flags::FUA),
         };
         self.cpu.charge(self.costs.driver_ns);
+        self.last_issue_cpu = self.cpu.current();
         // The command reaches the device when the CPU has done the work before it.
         self.dev_clock = self.dev_clock.max(self.cpu.now()).max(env.now);
         match self.device.submit(self.dev_clock, &cmd, &mut self.dev_out) {
@@ -1071,6 +1091,9 @@ impl BlockLayer {
 
     #[inline(always)]
     fn drain_device_out(&mut self, env: &mut Env) {
+        if !self.dev_out.complete_cpu.is_empty() || self.dev_out.inline_cpu_ns > 0 {
+            self.device_cpu_out();
+        }
         for &(at, id) in &self.dev_out.completions {
             env.events.push(at.max(env.now), Event::DeviceComplete(id));
         }
@@ -1081,6 +1104,34 @@ impl BlockLayer {
                     .push(at.max(env.now), Event::Timer(TimerOwner::Device, tok));
             }
             self.dev_out.wakeups.clear();
+        }
+    }
+
+    /// A device's CPU requests: work it did inside `queue_rq` (charged to
+    /// the current piece of work, the submitter's) and completions that run
+    /// on another CPU than the submitter's.
+    #[cold]
+    fn device_cpu_out(&mut self) {
+        let inline = std::mem::take(&mut self.dev_out.inline_cpu_ns);
+        if inline > 0 {
+            self.cpu.charge(self.machine.scale_ns(inline));
+        }
+        for &(id, cpu) in &self.dev_out.complete_cpu {
+            if self.done_cpu.len() <= id as usize {
+                self.done_cpu.resize(id as usize + 1, u16::MAX);
+            }
+            self.done_cpu[id as usize] = cpu;
+        }
+        self.dev_out.complete_cpu.clear();
+    }
+
+    /// The CPU a request's completion runs on: where the device raised it,
+    /// else the submitter's (`rq_affinity=1`).
+    #[inline(always)]
+    fn completion_cpu(&mut self, rq: RqId) -> u16 {
+        match self.done_cpu.get_mut(rq as usize) {
+            Some(c) if *c != u16::MAX => std::mem::replace(c, u16::MAX),
+            _ => self.rqs[rq].cpu,
         }
     }
 
@@ -1310,8 +1361,10 @@ impl BlockLayer {
             // scsi_device_unbusy.
             self.legacy.in_driver -= 1;
         }
-        // Completion runs on the submitting CPU (rq_affinity=1).
-        self.cpu.begin(self.rqs[rq].cpu, env.now);
+        // Completion runs on the submitting CPU (rq_affinity=1), unless the
+        // device raised it elsewhere.
+        let cpu = self.completion_cpu(rq);
+        self.cpu.begin(cpu, env.now);
         self.cpu.charge(self.costs.complete_ns);
         if self.rqs[rq].has(flags::FLUSH_SEQ) {
             self.flush_seq_complete(env, rq);
@@ -1462,7 +1515,18 @@ impl BlockLayer {
 
     /// An internal device wake-up.
     pub fn device_wake(&mut self, env: &mut Env, token: u64) {
-        self.device.wakeup(env.now, token, &mut self.dev_out);
+        if token & CPU_WORK != 0 {
+            let mut cpus = DeviceCpus::new(
+                &mut self.cpu,
+                self.machine.cpu_speed,
+                self.costs.wake_ns,
+                self.last_issue_cpu,
+            );
+            self.device
+                .cpu_work(env.now, token & !CPU_WORK, &mut cpus, &mut self.dev_out);
+        } else {
+            self.device.wakeup(env.now, token, &mut self.dev_out);
+        }
         self.drain_device_out(env);
     }
 

@@ -102,6 +102,7 @@ pub fn free_cpu() -> CpuCosts {
         driver_ns: 0,
         complete_ns: 0,
         lock_handoff_ns: 0,
+        wake_ns: 0,
         sched: ["mq-deadline", "deadline", "noop"]
             .iter()
             .map(|n| NamedSchedCost {
@@ -109,6 +110,7 @@ pub fn free_cpu() -> CpuCosts {
                 cost: zero,
             })
             .collect(),
+        host_speed: None,
     }
 }
 

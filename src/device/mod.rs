@@ -2,6 +2,7 @@
 //! them. Built-in profiles live in `profiles/*.toml` and are compiled in.
 
 pub mod hdd;
+pub mod loopdev;
 pub mod nvme;
 pub mod profile;
 pub mod ram;
@@ -24,8 +25,9 @@ pub fn build(profile: &Profile, seed: u64) -> Result<Box<dyn Device>, String> {
         "nvme" => Ok(Box::new(nvme::Nvme::new(profile, seed)?)),
         "hdd" => Ok(Box::new(hdd::Hdd::new(profile, seed)?)),
         "sata-ssd" => Ok(Box::new(sata_ssd::SataSsd::new(profile, seed)?)),
+        "loop" => Ok(Box::new(loopdev::Loop::new(profile)?)),
         other => Err(format!(
-            "profile '{}': unknown model '{other}' (known: ram, nvme, hdd, sata-ssd)",
+            "profile '{}': unknown model '{other}' (known: ram, nvme, hdd, sata-ssd, loop)",
             profile.name
         )),
     }

@@ -20,6 +20,9 @@ pub struct Profile {
     pub nvme: Option<super::nvme::NvmeParams>,
     pub hdd: Option<super::hdd::HddParams>,
     pub sata_ssd: Option<super::sata_ssd::SataSsdParams>,
+    /// The `[loop]` table (model `loop`).
+    #[serde(rename = "loop")]
+    pub loop_dev: Option<super::loopdev::LoopParams>,
     /// CPU cost of the I/O path on the host this device is attached to
     /// (block layer, driver, completion, scheduler hooks); defaults if absent.
     pub cpu: Option<crate::block::cpu::CpuCosts>,
@@ -45,6 +48,7 @@ const BUILTIN: &[(&str, &str)] = &[
         "desktop-ssd",
         include_str!("../../profiles/desktop-ssd.toml"),
     ),
+    ("loop", include_str!("../../profiles/loop.toml")),
 ];
 
 /// Names reserved for models that other issues add.
@@ -232,9 +236,13 @@ fn validate(p: &Profile) -> Result<(), BadValue> {
             has(p.sata_ssd.is_some(), "sata_ssd")?;
             super::sata_ssd::check(p.sata_ssd.as_ref().expect("checked"))
         }
+        "loop" => {
+            has(p.loop_dev.is_some(), "loop")?;
+            super::loopdev::check(p.loop_dev.as_ref().expect("checked"))
+        }
         other => Err(BadValue::new(
             "model",
-            format!("unknown model '{other}' (known: ram, nvme, hdd, sata-ssd)"),
+            format!("unknown model '{other}' (known: ram, nvme, hdd, sata-ssd, loop)"),
         )),
     }
 }

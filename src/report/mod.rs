@@ -72,6 +72,11 @@ pub struct ElevatorMeta {
     /// The page cache over the run when some job did buffered I/O,
     /// printed as `"page_cache"` (absent for direct I/O).
     pub page_cache: Option<PageCacheReport>,
+    /// CPU time the simulated machine was busy over the run, all CPUs
+    /// (tasks, block layer, drivers' kernel threads, completions); None
+    /// for the lab. Not printed; `calibrate` compares it per I/O with the
+    /// machine's /proc/stat.
+    pub cpu_busy_ns: Option<Ns>,
 }
 
 /// The page-cache view of a buffered run.

@@ -98,12 +98,23 @@ impl Config {
                 .into());
             }
         }
+        let mut machine = spec.machine.clone();
+        if let Some(h) = profile.cpu.as_ref().and_then(|c| c.host_speed) {
+            // The profile's host CPUs; --cpu-speed is relative to them.
+            machine.cpu_speed *= h;
+            machine.validate().map_err(|e| {
+                InputError::new(
+                    "cpu-speed",
+                    format!("{e} (with the profile's cpu.host_speed {h})"),
+                )
+            })?;
+        }
         Ok(Config {
             scheduler: first,
             profile,
             settings,
             seed: spec.seed,
-            machine: spec.machine.clone(),
+            machine,
             max_runtime: spec.max_runtime_ns,
             switches,
             cgroup_version,
@@ -179,6 +190,10 @@ fn input(message: String) -> Error {
         message,
     })
 }
+
+/// More events than this at one simulated instant means the run is stuck:
+/// a run at millions of IOPS has a few events per request and instant.
+const MAX_EVENTS_AT_ONE_INSTANT: u64 = 10_000_000;
 
 /// A task and its body, side by side (one index per step).
 struct TaskSlot {
@@ -418,8 +433,22 @@ impl Simulation {
     /// Run to the end and build the report.
     pub fn run(mut self, progress: &mut dyn FnMut(Progress)) -> Result<RunReport, Error> {
         let mut counter: u64 = 0;
+        // Events at one instant since time last moved: a model that keeps
+        // scheduling work for "now" without progress is a bug, reported
+        // instead of a run that never ends.
+        let mut same_instant: u64 = 0;
         while let Some((t, ev)) = self.events.pop() {
             debug_assert!(t >= self.now, "time went backwards");
+            if t == self.now {
+                same_instant += 1;
+                if same_instant > MAX_EVENTS_AT_ONE_INSTANT {
+                    return Err(Error::Internal(format!(
+                        "no progress: more than {MAX_EVENTS_AT_ONE_INSTANT} events at {t} ns ({ev:?})"
+                    )));
+                }
+            } else {
+                same_instant = 0;
+            }
             self.now = t;
             match ev {
                 Event::Timer(TimerOwner::Task(j), _) if self.is_flusher(j) => {
@@ -768,6 +797,7 @@ impl Simulation {
                     .as_ref()
                     .map(|_| self.cfg.era.version.to_string()),
                 page_cache,
+                cpu_busy_ns: Some(self.block.cpu_busy_total()),
                 spec: None,
                 warnings: std::mem::take(&mut self.block.warnings),
                 switch_log: super::switches::outcomes(

@@ -1,0 +1,279 @@
+//! `loop`: the loop driver over a file whose I/O is CPU work — a backing
+//! file on tmpfs (or one fully in the page cache), where "the device" is a
+//! memcpy done by the machine's CPUs, competing with the fio jobs for them.
+//!
+//! What the kernel does (drivers/block/loop.c, v6.18, with `--direct-io=on`):
+//! - `loop_queue_rq` starts the request and, since 6.18 ("loop: try to handle
+//!   loop aio command via NOWAIT IO first"), first tries the backing file's
+//!   `read_iter`/`write_iter` with IOCB_NOWAIT in the submitter's context. What
+//!   succeeds completes there: the submitting CPU does the copy. The rest
+//!   goes to `loop_queue_work`: onto a worker's command list and
+//!   `queue_work` on the device's WQ_UNBOUND workqueue.
+//! - A worker (one per blkcg; this model has the root one) takes commands
+//!   off its list one at a time (`loop_process_work`): a work item never runs
+//!   on two CPUs at once, so one worker's commands are served in order on one
+//!   CPU. A woken kworker runs where the CPU scheduler puts it: an idle CPU if
+//!   there is one, else where it ran before.
+//! - The backing file's call completes synchronously on tmpfs, and
+//!   `lo_rw_aio_complete` → `blk_mq_complete_request`: with one hardware
+//!   queue it raises BLOCK_SOFTIRQ on the CPU that finished the command
+//!   (`blk_mq_complete_request_remote`, block/blk-mq.c), so the completion
+//!   work, the scheduler's completion hooks and the queue restart run on the
+//!   worker's CPU, not the submitter's.
+//!
+//! The parameters are CPU times of the reference core; `calibrate` fits them
+//! on a real loop device, with the host's wake-up cost (`[cpu] wake_ns`),
+//! which a worker woken on an idle CPU pays before its first command. Not modelled: per-blkcg workers (one worker serves
+//! every cgroup), a backing file on a real device (its own latency), the
+//! idle-worker reaping timer.
+
+use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
+use super::Profile;
+use crate::block::driver::{Device, DeviceCmd, DeviceCpus, DeviceOut, QueueLimits, Submit};
+use crate::block::request::{Op, RqId};
+use crate::sim::time::{Ns, NS_PER_SEC};
+use serde::Deserialize;
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LoopParams {
+    /// CPU time per command besides the copy (the backing file system's
+    /// read/write path, the loop command setup), ns on the reference core.
+    pub work_ns: u64,
+    /// Copy rate of one CPU, bytes/s.
+    pub copy_bandwidth: u64,
+    /// Share of reads and writes that the NOWAIT attempt in `queue_rq`
+    /// completes in the submitter's context, percent (0 before 6.18, or
+    /// for a backing file without FMODE_NOWAIT).
+    #[serde(default)]
+    pub nowait_percent: u32,
+}
+
+/// The `[loop]` table's ranges.
+pub fn check(p: &LoopParams) -> Result<(), BadValue> {
+    in_range("loop.work_ns", p.work_ns, 0, MAX_COMMAND_NS, "ns")?;
+    in_range(
+        "loop.copy_bandwidth",
+        p.copy_bandwidth,
+        1,
+        MAX_BANDWIDTH,
+        "bytes/s",
+    )?;
+    in_range("loop.nowait_percent", p.nowait_percent, 0, 100, "%")
+}
+
+/// Worker wake-up tokens: one per worker (there is one).
+const WORKER_TOKEN: u64 = 0;
+
+pub struct Loop {
+    limits: QueueLimits,
+    p: LoopParams,
+    /// The worker's command list.
+    list: VecDeque<(RqId, Ns)>,
+    /// The worker is queued or running (a `queue_work` on it is a no-op).
+    worker_active: bool,
+    /// It was asleep: its next run starts with a wake-up.
+    worker_waking: bool,
+    /// The CPU the worker last ran on.
+    worker_cpu: Option<u16>,
+    /// Completions raised during the worker's current run.
+    raised: Vec<RqId>,
+    /// Commands seen, for the NOWAIT share (an exact interleave, no RNG).
+    commands: u64,
+}
+
+impl Loop {
+    pub fn new(profile: &Profile) -> Result<Loop, String> {
+        let p = profile
+            .loop_dev
+            .clone()
+            .ok_or("loop model needs a [loop] table")?;
+        Ok(Loop {
+            limits: profile.queue.clone(),
+            p,
+            list: VecDeque::new(),
+            worker_active: false,
+            worker_waking: false,
+            worker_cpu: None,
+            raised: Vec::new(),
+            commands: 0,
+        })
+    }
+
+    /// CPU time for one command of `bytes`, reference core.
+    fn cost(&self, op: Op, bytes: u64) -> Ns {
+        let copy = match op {
+            Op::Read | Op::Write => bytes * NS_PER_SEC / self.p.copy_bandwidth,
+            _ => 0,
+        };
+        self.p.work_ns + copy
+    }
+
+    /// Whether this read or write completes in `queue_rq` (NOWAIT): spread
+    /// evenly, `nowait_percent` of every 100 commands.
+    fn inline(&mut self, op: Op) -> bool {
+        if !matches!(op, Op::Read | Op::Write) || self.p.nowait_percent == 0 {
+            return false;
+        }
+        self.commands += 1;
+        let pct = u64::from(self.p.nowait_percent);
+        (self.commands * pct) / 100 != ((self.commands - 1) * pct) / 100
+    }
+}
+
+impl Device for Loop {
+    fn limits(&self) -> &QueueLimits {
+        &self.limits
+    }
+
+    fn submit(&mut self, now: Ns, cmd: &DeviceCmd, out: &mut DeviceOut) -> Submit {
+        let cost = self.cost(cmd.op, cmd.bytes());
+        if self.inline(cmd.op) {
+            // Done by the submitting CPU inside queue_rq; its completion
+            // runs there too (the request's own CPU).
+            // The block layer charges it to the submitting CPU; the
+            // completion starts when that CPU is done.
+            out.inline_cpu_ns += cost;
+            out.completions.push((now, cmd.id));
+            return Submit::Accepted;
+        }
+        self.list.push_back((cmd.id, cost));
+        if !self.worker_active {
+            self.worker_active = true;
+            self.worker_waking = true;
+            out.cpu_wakeup(now, WORKER_TOKEN);
+        }
+        Submit::Accepted
+    }
+
+    fn cpu_work(&mut self, now: Ns, _token: u64, cpus: &mut DeviceCpus, out: &mut DeviceOut) {
+        let Some((id, cost)) = self.list.pop_front() else {
+            self.worker_active = false;
+            return;
+        };
+        // Woken: where the CPU scheduler puts an unbound kworker (an idle
+        // CPU other than the submitter's). Running: it stays on its CPU
+        // while that is free, else load balancing moves it.
+        let cpu = match self.worker_cpu {
+            _ if self.worker_waking => cpus.wake_placement(),
+            Some(c) if cpus.free_at(c) <= now => c,
+            prev => cpus.earliest_free(prev),
+        };
+        self.worker_cpu = Some(cpu);
+        // A woken worker on an idle CPU first pays the host's wake-up (the
+        // IPI, the exit from idle, the switch; `[cpu] wake_ns`).
+        let wake = if std::mem::take(&mut self.worker_waking) {
+            cpus.wake_cost(cpu, now)
+        } else {
+            0
+        };
+        let end = cpus.run_with(cpu, now, wake, cost);
+        // The completion is raised as BLOCK_SOFTIRQ from process context:
+        // ksoftirqd on this CPU runs it once the worker stops, when its list
+        // is empty (it does not yield between commands; loop_process_work
+        // only calls cond_resched). So a batch completes together.
+        self.raised.push(id);
+        if self.list.is_empty() {
+            self.worker_active = false;
+            for &id in &self.raised {
+                out.complete_on(end, id, cpu);
+            }
+            self.raised.clear();
+        } else {
+            out.cpu_wakeup(end, WORKER_TOKEN);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::cpu::CpuState;
+    use crate::device::load_profile;
+
+    fn cmd(id: RqId) -> DeviceCmd {
+        DeviceCmd {
+            id,
+            op: Op::Read,
+            sector: 0,
+            nr_sectors: 8,
+            hwq: 0,
+            fua: false,
+        }
+    }
+
+    fn params(nowait_percent: u32) -> Profile {
+        let mut p = load_profile("loop").unwrap();
+        p.loop_dev.as_mut().unwrap().nowait_percent = nowait_percent;
+        p
+    }
+
+    #[test]
+    fn the_worker_serves_commands_one_after_another_on_an_idle_cpu() {
+        let p = params(0);
+        let mut d = Loop::new(&p).unwrap();
+        let mut out = DeviceOut::default();
+        d.submit(0, &cmd(0), &mut out);
+        d.submit(0, &cmd(1), &mut out);
+        assert!(out.completions.is_empty());
+        let (at, tok) = out.wakeups[0];
+        assert_eq!(at, 0);
+        assert_eq!(out.wakeups.len(), 1, "one queue_work while active");
+        let mut state = CpuState::new(2);
+        // CPU 0 is busy (the submitter): the worker goes to CPU 1.
+        state.begin(0, 0);
+        state.charge(1_000_000);
+        state.end();
+        out.wakeups.clear();
+        let wake = 3_000;
+        let mut cpus = DeviceCpus::new(&mut state, 1.0, wake, 0);
+        d.cpu_work(
+            at,
+            tok & !crate::block::driver::CPU_WORK,
+            &mut cpus,
+            &mut out,
+        );
+        let each = d.cost(Op::Read, 4096);
+        // CPU 1 was idle: the wake-up first.
+        assert!(
+            out.completions.is_empty(),
+            "raised, run when the worker stops"
+        );
+        assert_eq!(out.wakeups.len(), 1, "the second command next");
+        let (at2, _) = out.wakeups[0];
+        assert_eq!(at2, at + wake + each);
+        out.wakeups.clear();
+        d.cpu_work(at2, 0, &mut cpus, &mut out);
+        let end = at + wake + 2 * each;
+        assert_eq!(out.completions, vec![(end, 0), (end, 1)]);
+        assert_eq!(out.complete_cpu, vec![(0, 1), (1, 1)]);
+        assert!(out.wakeups.is_empty());
+        assert!(!d.worker_active);
+    }
+
+    #[test]
+    fn nowait_share_is_spread_evenly() {
+        let mut d = Loop::new(&params(25)).unwrap();
+        let inline: Vec<bool> = (0..8).map(|_| d.inline(Op::Read)).collect();
+        assert_eq!(inline.iter().filter(|&&b| b).count(), 2);
+        assert!(!d.inline(Op::Flush));
+        let mut out = DeviceOut::default();
+        let mut d = Loop::new(&params(100)).unwrap();
+        d.submit(10, &cmd(3), &mut out);
+        assert_eq!(out.inline_cpu_ns, d.cost(Op::Read, 4096));
+        assert_eq!(out.completions, vec![(10, 3)]);
+        assert!(out.wakeups.is_empty());
+    }
+
+    #[test]
+    fn ranges_are_checked() {
+        let mut p = load_profile("loop").unwrap().loop_dev.unwrap();
+        assert!(check(&p).is_ok());
+        p.nowait_percent = 101;
+        assert_eq!(check(&p).unwrap_err().key, "loop.nowait_percent");
+        p.nowait_percent = 0;
+        p.copy_bandwidth = 0;
+        assert_eq!(check(&p).unwrap_err().key, "loop.copy_bandwidth");
+    }
+}

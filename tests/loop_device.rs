@@ -1,0 +1,90 @@
+//! The `loop` device model (src/device/loopdev.rs): a CPU-bound device whose
+//! work is done by a kernel worker on the machine's CPUs, with completions in
+//! softirq on the worker's CPU and the host's wake-up cost.
+
+use elevator::job::Ddir;
+use elevator::report::RunReport;
+use elevator::run::{self, JobSource, RunSpec};
+use std::path::PathBuf;
+
+fn job(depth: u32) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/jobs/loop-qd.fio");
+    let text = std::fs::read_to_string(&p).unwrap();
+    text.replace("iodepth=1", &format!("iodepth={depth}"))
+}
+
+fn run(depth: u32, scheduler: &str, sets: &[(&str, &str)]) -> RunReport {
+    let mut spec = RunSpec::new(JobSource::text("loop-qd.fio", &job(depth)))
+        .device("loop")
+        .scheduler(scheduler)
+        .cpus(2);
+    for (k, v) in sets {
+        spec = spec.set(k, v);
+    }
+    run::run(&spec).expect("runs")
+}
+
+fn iops(r: &RunReport) -> f64 {
+    let j = &r.jobs[0];
+    j.stats.total_ios(Ddir::Read) as f64 / (j.elapsed_ns as f64 / 1e9)
+}
+
+fn lat_us(r: &RunReport) -> f64 {
+    r.jobs[0].stats.lat_mean_ns(Ddir::Read) / 1000.0
+}
+
+/// CPU-seconds used per second of the run.
+fn cpus_busy(r: &RunReport) -> f64 {
+    r.elevator.cpu_busy_ns.expect("simulation") as f64 / r.jobs[0].elapsed_ns as f64
+}
+
+#[test]
+fn depth_overlaps_the_worker_with_the_submitter() {
+    let (q1, q64) = (run(1, "none", &[]), run(64, "none", &[]));
+    eprintln!(
+        "loop: QD1 {:.0} IOPS {:.1} us, QD64 {:.0} IOPS {:.1} us; CPUs busy {:.2} / {:.2}",
+        iops(&q1),
+        lat_us(&q1),
+        iops(&q64),
+        lat_us(&q64),
+        cpus_busy(&q1),
+        cpus_busy(&q64)
+    );
+    // QD1: one I/O at a time, both wake-ups (worker, then fio) in its latency.
+    assert!(lat_us(&q1) > 2.0 * 18.8, "{}", lat_us(&q1));
+    // QD64: the worker copies while fio submits: several times the IOPS,
+    // and fio keeps 64 units out (fio reaps one per call once full), so the
+    // latency is Little's law's.
+    assert!(iops(&q64) > 4.0 * iops(&q1));
+    let little = 64.0 / iops(&q64) * 1e6;
+    assert!(
+        (lat_us(&q64) / little - 1.0).abs() < 0.05,
+        "{} vs {little}",
+        lat_us(&q64)
+    );
+    // Both CPUs work for one job: the worker's CPU is not the submitter's.
+    assert!(cpus_busy(&q64) > 1.3, "{}", cpus_busy(&q64));
+}
+
+#[test]
+fn scheduler_cpu_cost_takes_iops_on_a_cpu_bound_device() {
+    let none = iops(&run(64, "none", &[]));
+    let dd = iops(&run(64, "mq-deadline", &[]));
+    let bfq = iops(&run(64, "bfq", &[]));
+    eprintln!("loop QD64: none {none:.0}, mq-deadline {dd:.0}, bfq {bfq:.0}");
+    assert!(dd < 0.97 * none, "{dd} vs {none}");
+    assert!(bfq < dd, "{bfq} vs {dd}");
+}
+
+#[test]
+fn a_faster_host_is_faster_and_the_wake_up_is_its_own() {
+    let base = run(1, "none", &[]);
+    let fast = run(1, "none", &[("cpu/wake_ns", "0")]);
+    // Without the wake-up cost a QD1 I/O is CPU work only.
+    assert!(
+        lat_us(&fast) < lat_us(&base) - 2.0 * 18.0,
+        "{} vs {}",
+        lat_us(&fast),
+        lat_us(&base)
+    );
+}
