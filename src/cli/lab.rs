@@ -138,7 +138,7 @@ fn validate_opts() -> Vec<Opt> {
         valued(
             "model",
             "M",
-            "calibration model (nvme, cpu, ram; default: best fit)",
+            "calibration model (nvme, loop, ram; default: best fit)",
         ),
         valued("save-profile", "FILE", "keep the calibrated profile"),
         valued("cpus", "N", "simulated CPUs (default: this machine's)"),
@@ -178,7 +178,13 @@ const CALIBRATE_OPTS: &[Opt] = &[
     valued(
         "model",
         "M",
-        "write this fit instead of the best one: nvme (device-bound),\ncpu (nvme with the per-request work on the CPUs, [cpu] table),\nram",
+        "write this fit instead of the best one: nvme (device-bound),\nloop (the CPUs are the device: a loop worker, [loop] and\n[cpu] host_speed), ram",
+    ),
+    valued("save-probes", "FILE", "also write the measured probes as JSON"),
+    valued(
+        "from-probes",
+        "FILE",
+        "fit probes saved with --save-probes (no device, no root)",
     ),
     flag("force", "probe a device that is in use (destroys its data)"),
     flag("quiet", "no progress lines"),
@@ -191,11 +197,12 @@ pub fn calibrate_help() -> String {
 
 USAGE:
     elevator calibrate DEV [-o PROFILE.toml] [OPTIONS]
+    elevator calibrate --from-probes PROBES.json [-o PROFILE.toml]
 
 Probes (scheduler none): 4 KiB random read and write at QD 1, 4, 16, 64;
 128 KiB sequential read and write; a 70/30 mix; 4 jobs of 4 KiB random read
 and write at QD 16. Three models are fitted by simulating the probes (nvme,
-nvme with the per-request work on the CPUs, ram); the best fit is written as
+loop — the CPUs are the device —, ram); the best fit is written as
 a documented TOML (comments hold the measured points) for
 `elevator run --device FILE`. The fit's error per probe is printed.
 
@@ -556,27 +563,34 @@ pub fn cmd_calibrate(args: &[String]) -> Result<(), CliError> {
     if a.help() {
         return emit(&calibrate_help(), None);
     }
-    let dev =
-        match a.rest.as_slice() {
-            [d] => d.clone(),
-            _ => return Err(CliError::bad(
-                "calibrate: expected one device, e.g. elevator calibrate /dev/loop0 -o loop.toml",
-            )),
-        };
-    let probe = duration(&a, "probe-time")?.unwrap_or(2 * NS_PER_SEC);
-    let passes = number(&a, "repeat", 1, 100)?;
     let cpus = number(&a, "cpus", validate::machine_cpus(), 4096)?;
     let out = a.get("output");
-    let c = calibrate::calibrate(
-        &dev,
-        a.flag("force"),
-        probe,
-        passes,
-        cpus,
-        a.get("model"),
-        !a.flag("quiet"),
-    )
-    .map_err(lab_error)?;
+    let c = match (a.get("from-probes"), a.rest.as_slice()) {
+        (Some(file), []) => {
+            let m = load_probes(file)?;
+            calibrate::calibrate_from(&m, cpus, a.get("model"), !a.flag("quiet"))
+                .map_err(lab_error)?
+        }
+        (None, [dev]) => {
+            let probe = duration(&a, "probe-time")?.unwrap_or(2 * NS_PER_SEC);
+            let passes = number(&a, "repeat", 1, 100)?;
+            calibrate::calibrate(
+                dev,
+                a.flag("force"),
+                probe,
+                passes,
+                cpus,
+                a.get("model"),
+                !a.flag("quiet"),
+                a.get("save-probes").map(std::path::Path::new),
+            )
+            .map_err(lab_error)?
+        }
+        _ => return Err(CliError::bad(
+            "calibrate: expected one device (elevator calibrate /dev/loop0 -o loop.toml) or --from-probes FILE without one",
+        )),
+    };
+
     let (toml, report) = (&c.toml, &c.report);
     match out {
         Some(p) => {
@@ -594,6 +608,18 @@ pub fn cmd_calibrate(args: &[String]) -> Result<(), CliError> {
         }
     }
     not_restored("the probes finished (profile above)", &c.unrestored)
+}
+
+/// Probes saved by `calibrate --save-probes`.
+fn load_probes(file: &str) -> Result<calibrate::Measured, CliError> {
+    let text = std::fs::read_to_string(file).map_err(|e| CliError::bad(format!("{file}: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| {
+        CliError::bad(format!(
+            "{file}:{}:{}: not a probe file written by calibrate --save-probes: {e}",
+            e.line(),
+            e.column()
+        ))
+    })
 }
 
 /// `elevator validate`.
@@ -621,9 +647,17 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
                 "validate: no --profile given: calibrating {} first",
                 o.dev
             ));
-            let c =
-                calibrate::calibrate(&o.dev, o.force, probe, 1, cpus, a.get("model"), o.verbose)
-                    .map_err(lab_error)?;
+            let c = calibrate::calibrate(
+                &o.dev,
+                o.force,
+                probe,
+                1,
+                cpus,
+                a.get("model"),
+                o.verbose,
+                None,
+            )
+            .map_err(lab_error)?;
             eprint!("{}", c.report);
             if !c.unrestored.is_empty() {
                 return not_restored("calibration finished (report above)", &c.unrestored);

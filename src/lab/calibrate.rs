@@ -19,9 +19,11 @@ use super::runner::open_device;
 use super::session::Session;
 use super::validate::{simulate_with, SimSettings};
 use super::{fio, median, signal, LabError, TempDir};
-use crate::block::cpu::CpuCosts;
+use crate::block::cpu::{CpuCosts, HOST_SPEED_MAX, HOST_SPEED_MIN, MAX_CPU_COST_NS};
 use crate::block::driver::QueueLimits;
+use crate::device::loopdev::LoopParams;
 use crate::device::nvme::NvmeParams;
+use crate::device::profile::MAX_BANDWIDTH;
 use crate::device::ram::RamParams;
 use crate::device::Profile;
 use crate::job::Ddir;
@@ -175,7 +177,7 @@ impl Probe {
 }
 
 /// Numbers of one direction of a probe.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DirPoint {
     pub iops: f64,
     /// Mean total latency, us.
@@ -185,10 +187,14 @@ pub struct DirPoint {
 }
 
 /// Read and write numbers of a probe.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Point {
     pub read: Option<DirPoint>,
     pub write: Option<DirPoint>,
+    /// Busy CPU time of the whole machine per completed I/O, us: /proc/stat
+    /// around the probe, or the simulated machine's busy time.
+    #[serde(default)]
+    pub cpu_us_per_io: Option<f64>,
 }
 
 impl Point {
@@ -207,6 +213,9 @@ impl Point {
                 Ddir::Trim => {}
             }
         }
+        if let Some(busy) = report.elevator.cpu_busy_ns {
+            p.cpu_us_per_io = per_io(report, busy);
+        }
         p
     }
 
@@ -218,6 +227,16 @@ impl Point {
     fn main(&self) -> DirPoint {
         self.read.or(self.write).unwrap_or_default()
     }
+}
+
+/// `busy_ns` of CPU time per completed I/O of `report`, us.
+pub fn per_io(report: &crate::report::RunReport, busy_ns: Ns) -> Option<f64> {
+    let ios: u64 = report
+        .jobs
+        .iter()
+        .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>())
+        .sum();
+    (ios > 0).then(|| busy_ns as f64 / 1000.0 / ios as f64)
 }
 
 /// Median of the points of several passes.
@@ -235,13 +254,16 @@ fn median_point(v: &[Point]) -> Point {
             bw_bytes: m(&|d| d.bw_bytes),
         })
     };
+    let cpu: Vec<f64> = v.iter().filter_map(|p| p.cpu_us_per_io).collect();
     Point {
         read: pick(&|p| p.read),
         write: pick(&|p| p.write),
+        cpu_us_per_io: (!cpu.is_empty()).then(|| median(&cpu)),
     }
 }
 
-/// Mean absolute relative error of IOPS and mean latency over all probes.
+/// Mean absolute relative error of IOPS and mean latency over all probes,
+/// and of the CPU time per I/O where it was measured.
 pub fn objective(measured: &[Point], simulated: &[Point]) -> f64 {
     let mut sum = 0.0;
     let mut n = 0usize;
@@ -252,6 +274,12 @@ pub fn objective(measured: &[Point], simulated: &[Point]) -> f64 {
                 sum += rel_err(sd.iops, md.iops) + rel_err(sd.lat_us, md.lat_us);
                 n += 2;
             }
+        }
+        // The machine's CPU time per I/O, where both sides have it: what
+        // tells a fast CPU doing much from a slow one doing little.
+        if let (Some(mc), Some(sc)) = (m.cpu_us_per_io, s.cpu_us_per_io) {
+            sum += rel_err(sc, mc);
+            n += 1;
         }
     }
     if n == 0 {
@@ -310,6 +338,7 @@ pub fn queue_limits(bd: &BlockDev) -> Result<QueueLimits, String> {
 pub enum Params {
     Nvme(NvmeParams),
     Ram(RamParams),
+    Loop(LoopParams),
 }
 
 impl Params {
@@ -317,6 +346,7 @@ impl Params {
         match self {
             Params::Nvme(_) => "nvme",
             Params::Ram(_) => "ram",
+            Params::Loop(_) => "loop",
         }
     }
 }
@@ -333,8 +363,9 @@ pub struct Fit {
     pub error: f64,
 }
 
-/// Measured probes of a device.
-#[derive(Clone, Debug)]
+/// Measured probes of a device (`calibrate --save-probes` writes it as
+/// JSON, `--from-probes` fits it again without the device).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Measured {
     pub device: String,
     pub backing: Option<String>,
@@ -366,6 +397,10 @@ pub fn profile(
         },
         nvme: match params {
             Params::Nvme(n) => Some(n.clone()),
+            _ => None,
+        },
+        loop_dev: match params {
+            Params::Loop(l) => Some(l.clone()),
             _ => None,
         },
         ..crate::device::load_profile("ram").expect("built-in profile")
@@ -439,6 +474,9 @@ impl Fitter {
                     let sw = self.s(&Params::Ram(r.clone()), "randwrite-qd1");
                     let d = ((mr.lat_us - sr.lat_us) + (mw.lat_us - sw.lat_us)) / 2.0;
                     r.latency_ns = shift(r.latency_ns, d);
+                }
+                Params::Loop(_) => {
+                    // Tuned with the host's wake-up latency (tune_wake).
                 }
             }
         }
@@ -546,65 +584,118 @@ impl Fitter {
         }
     }
 
-    /// A CPU-bound device (a tmpfs-backed loop: the "device" work is memcpy
-    /// done by the CPUs): the per-request work goes into the driver's CPU
-    /// cost (`[cpu] driver_ns`), fitted so that the simulated CPU ceiling
-    /// gives the QD64 read IOPS; the nvme part keeps only latency and
-    /// bandwidth. Scheduler hook costs then take throughput from the same
-    /// CPUs, as they do on such a device.
-    pub fn fit_cpu_bound(&mut self, device: &Fit) -> Fit {
-        let Params::Nvme(mut n) = device.params.clone() else {
-            return device.clone();
-        };
-        n.units = 64;
-        let target = self.m("randread-qd64").iops;
+    /// The loop model (a file on tmpfs: the CPUs are the device). The
+    /// host's CPU speed and the NOWAIT share are searched; for each pair the
+    /// worker's work per command is bisected to the one-job QD64 read
+    /// ceiling, the copy rate to the 128 KiB sequential reads, the wake-up
+    /// shifted to the QD1 latencies; the pair with the smallest error over
+    /// every probe wins. The 4-job probes tell the speed apart: one job
+    /// leaves the worker a CPU of its own, four share both CPUs with it, so
+    /// the submitter's share of the work (the speed) and the worker's (its
+    /// work) move those ceilings differently.
+    pub fn fit_loop(&mut self) -> Fit {
         let saved = self.cpu.take();
-        let costs = |driver_ns: Ns| CpuCosts {
-            driver_ns,
-            ..CpuCosts::default()
+        // (error, params, wake-up cost, speed, points)
+        type Cand = (f64, LoopParams, Ns, f64, Vec<Point>);
+        let mut best: Option<Cand> = None;
+        let mut keep = |c: Cand| {
+            if best.as_ref().is_none_or(|b| c.0 < b.0) {
+                best = Some(c);
+            }
         };
-        let mut best: Option<(f64, Ns, NvmeParams, Vec<Point>)> = None;
-        // The device part adds no ceiling of its own: all of it is CPU. (A
-        // device cap on top would take the ceiling back from the CPUs and
-        // with it the scheduler cost this candidate is for.)
-        {
-            n.controller_ns = 100;
-            for _ in 0..2 {
-                // More driver time, fewer IOPS: bisect for the one-job QD64 ceiling.
-                let (mut lo, mut hi) = (0 as Ns, 100_000 as Ns);
-                for _ in 0..14 {
-                    let mid = (lo + hi) / 2;
-                    self.cpu = Some(costs(mid));
-                    let got = self.s(&Params::Nvme(n.clone()), "randread-qd64").iops;
-                    if got > target {
-                        lo = mid;
-                    } else {
-                        hi = mid;
-                    }
+        let mut tried = Vec::new();
+        for &speed in LOOP_SPEEDS {
+            for nowait in [0u32, 50, 100] {
+                if signal::interrupted().is_some() {
+                    break;
                 }
-                let driver = (lo + hi) / 2;
-                self.cpu = Some(costs(driver));
-                let mut p = Params::Nvme(n.clone());
-                self.tune_latency(&mut p);
-                let Params::Nvme(tuned) = p else {
-                    unreachable!()
-                };
-                n = tuned;
-                let (e, sim) = self.eval(&Params::Nvme(n.clone()));
-                if best.as_ref().is_none_or(|(b, _, _, _)| e < *b) {
-                    best = Some((e, driver, n.clone(), sim));
-                }
+                let (e, l, w, sim) = self.fit_loop_at(speed, nowait);
+                tried.push((e, speed, nowait));
+                keep((e, l, w, speed, sim));
+            }
+        }
+        // Refine the speed around the best candidate.
+        tried.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        if let Some(&(_, speed, nowait)) = tried.first() {
+            for f in [0.8, 0.9, 1.1, 1.25] {
+                let s = (speed * f).clamp(HOST_SPEED_MIN, HOST_SPEED_MAX);
+                let s = (s * 1000.0).round() / 1000.0;
+                let (e, l, w, sim) = self.fit_loop_at(s, nowait);
+                keep((e, l, w, s, sim));
             }
         }
         self.cpu = saved;
-        let (error, driver, n, simulated) = best.expect("rounds ran");
+        let (error, l, wake, speed, simulated) = best.expect("one candidate at least");
         Fit {
-            params: Params::Nvme(n),
-            cpu: Some(costs(driver)),
+            params: Params::Loop(l),
+            cpu: Some(loop_costs(speed, wake)),
             queue: self.queue.clone(),
             simulated,
             error,
         }
+    }
+
+    /// The loop fit at one host speed and NOWAIT share: (error, params,
+    /// wake-up cost, points).
+    fn fit_loop_at(&mut self, speed: f64, nowait: u32) -> (f64, LoopParams, Ns, Vec<Point>) {
+        let mut l = LoopParams {
+            work_ns: 1_000,
+            copy_bandwidth: 8_000_000_000,
+            nowait_percent: nowait,
+        };
+        self.cpu = Some(loop_costs(speed, 5_000));
+        for _ in 0..2 {
+            self.bisect_loop(&mut l, "randread-qd64", |l, x| l.work_ns = x, 0, 200_000);
+            // The copy as ns per 128 KiB (more of it, fewer IOPS).
+            let bw = |ns: u64| (131_072 * NS_PER_SEC / ns.max(1)).clamp(1, MAX_BANDWIDTH);
+            self.bisect_loop(
+                &mut l,
+                "seqread-128k",
+                |l, x| l.copy_bandwidth = bw(x),
+                0,
+                1_000_000,
+            );
+            self.tune_wake(&l, speed);
+        }
+        let (e, sim) = self.eval(&Params::Loop(l.clone()));
+        let wake = self.cpu.as_ref().map_or(0, |c| c.wake_ns);
+        (e, l, wake, sim)
+    }
+
+    /// The host's wake-up cost (`[cpu] wake_ns`): a QD1 I/O wakes the loop
+    /// worker and then fio, so half the QD1 latency difference goes to it.
+    fn tune_wake(&mut self, l: &LoopParams, speed: f64) {
+        for _ in 0..3 {
+            let wake = self.cpu.as_ref().map_or(0, |c| c.wake_ns);
+            let (mr, mw) = (self.m("randread-qd1"), self.m("randwrite-qd1"));
+            let p = Params::Loop(l.clone());
+            let (sr, sw) = (self.s(&p, "randread-qd1"), self.s(&p, "randwrite-qd1"));
+            let d = ((mr.lat_us - sr.lat_us) + (mw.lat_us - sw.lat_us)) / 4.0;
+            self.cpu = Some(loop_costs(speed, shift(wake, d).min(MAX_CPU_COST_NS)));
+        }
+    }
+
+    /// Bisect the value `set` writes (more of it, fewer IOPS) until probe
+    /// `name`'s simulated IOPS meet the measured ones.
+    fn bisect_loop(
+        &mut self,
+        l: &mut LoopParams,
+        name: &str,
+        set: impl Fn(&mut LoopParams, u64),
+        mut lo: u64,
+        mut hi: u64,
+    ) {
+        let target = self.m(name).iops;
+        for _ in 0..12 {
+            let mid = (lo + hi) / 2;
+            set(l, mid);
+            if self.s(&Params::Loop(l.clone()), name).iops > target {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        set(l, (lo + hi) / 2);
     }
 
     /// Fit the ram model: one latency, one copy bandwidth.
@@ -704,11 +795,14 @@ pub fn measure(
                 std::fs::write(&job, p.job(&devpath, probe_time))
                     .map_err(|e| format!("{}: {e}", job.display()))?;
                 s.settle(Duration::from_millis(100))?;
+                let cpu0 = fio::CpuTimes::now();
                 let r = s
                     .run_fio(&job)
                     .map_err(|e| format!("probe {}: {e}", p.name))?;
+                let busy = fio::CpuTimes::now().since(&cpu0).busy_ns;
                 let rep = fio::parse_json(&r.json, None)?;
-                let pt = Point::of(&rep);
+                let mut pt = Point::of(&rep);
+                pt.cpu_us_per_io = per_io(&rep, busy);
                 if verbose {
                     let d = pt.main();
                     eprintln!(
@@ -745,8 +839,7 @@ pub fn measure(
     })
 }
 
-/// Fit the candidate models (nvme device-bound, nvme with the work on the
-/// CPUs, ram); best first.
+/// Fit the candidate models (nvme, loop, ram); best first.
 pub fn fit(m: &Measured, cpus: usize, sim_time: Ns) -> (Vec<Fit>, usize) {
     let mut f = Fitter {
         queue: m.queue.clone(),
@@ -757,9 +850,9 @@ pub fn fit(m: &Measured, cpus: usize, sim_time: Ns) -> (Vec<Fit>, usize) {
         cpu: None,
     };
     let nvme = f.fit_nvme();
-    let cpu_bound = f.fit_cpu_bound(&nvme);
+    let lo = f.fit_loop();
     let ram = f.fit_ram();
-    let mut all = vec![nvme, cpu_bound, ram];
+    let mut all = vec![nvme, lo, ram];
     all.sort_by(|a, b| {
         a.error
             .partial_cmp(&b.error)
@@ -770,9 +863,22 @@ pub fn fit(m: &Measured, cpus: usize, sim_time: Ns) -> (Vec<Fit>, usize) {
 
 /// How a fit is named in reports.
 pub fn fit_label(f: &Fit) -> String {
-    match (&f.params, &f.cpu) {
-        (Params::Nvme(_), Some(_)) => "nvme + CPU-bound path".into(),
+    match (&f.params, f.cpu.as_ref().and_then(|c| c.host_speed)) {
+        (Params::Loop(_), Some(speed)) => format!("loop (CPU speed {speed:.2})"),
         (p, _) => p.model().to_string(),
+    }
+}
+
+/// Host speeds the loop fit tries (then refines around the best).
+const LOOP_SPEEDS: &[f64] = &[0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8];
+
+/// The `[cpu]` table of a loop fit: the built-in costs on a host of
+/// `speed`, with its wake-up latency.
+fn loop_costs(speed: f64, wake_ns: Ns) -> CpuCosts {
+    CpuCosts {
+        host_speed: Some(speed),
+        wake_ns,
+        ..CpuCosts::default()
     }
 }
 
@@ -797,6 +903,9 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
         "meas p99 us".into(),
         "fit p99 us".into(),
         "err".into(),
+        "meas cpu us/io".into(),
+        "fit".into(),
+        "err".into(),
     ]];
     for (i, p) in PROBES.iter().enumerate() {
         let sim = fit.simulated.get(i).copied().unwrap_or_default();
@@ -820,6 +929,20 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
                 num(md.p99_us),
                 num(sd.p99_us),
                 pct(sd.p99_us, md.p99_us),
+            ]);
+            // The machine's CPU per I/O belongs to the probe: on its first row.
+            let (mc, sc) = match rows.last().map(|r| r[0] == rows[rows.len() - 2][0]) {
+                Some(true) => (None, None),
+                _ => (m.points[i].cpu_us_per_io, sim.cpu_us_per_io),
+            };
+            let last = rows.last_mut().expect("row");
+            last.extend([
+                mc.map_or("-".into(), num),
+                sc.map_or("-".into(), num),
+                match (mc, sc) {
+                    (Some(a), Some(b)) => pct(b, a),
+                    _ => "-".into(),
+                },
             ]);
         }
     }
@@ -961,44 +1084,34 @@ pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
             );
             let _ = writeln!(s, "jitter = {:.3}               # exponential share of service time, from p99/mean of QD1 reads", n.jitter);
         }
+        Params::Loop(l) => {
+            s.push_str("\n[loop]\n");
+            let _ = writeln!(s, "work_ns = {}              # ns per command in the worker besides the copy: fitted to the QD64 4 KiB read ceiling", l.work_ns);
+            let _ = writeln!(s, "copy_bandwidth = {}    # bytes/s one CPU copies: fitted to the 128 KiB sequential reads", l.copy_bandwidth);
+            let _ = writeln!(s, "nowait_percent = {}         # % of reads/writes the NOWAIT try in queue_rq completes: the share that fits best", l.nowait_percent);
+        }
         Params::Ram(r) => {
             s.push_str("\n[ram]\n");
             let _ = writeln!(s, "latency_ns = {}            # ns per command: QD1 4 KiB latency minus the simulated path", r.latency_ns);
             let _ = writeln!(s, "bandwidth = {}         # bytes/s per hardware queue: the throughput ceiling that fits best", r.bandwidth);
         }
     }
-    if let Some(c) = &fit.cpu {
+    if let Some(speed) = fit.cpu.as_ref().and_then(|c| c.host_speed) {
         s.push_str(
-            "\n# CPU cost of the I/O path on this host: the device's per-request work runs on\n",
+            "\n# This host's CPUs: every CPU cost (fio's calls, block layer, scheduler hooks,\n",
         );
-        s.push_str(
-            "# the CPUs (a tmpfs-backed loop copies in the submitter's context), so it is\n",
-        );
-        s.push_str(
-            "# charged as driver time; scheduler hooks (built-in costs) then compete for it.\n",
-        );
+        s.push_str("# the loop worker) is the built-in one divided by host_speed.\n");
         s.push_str("[cpu]\n");
-        let _ = writeln!(
-            s,
-            "submit_ns = {}              # ns per bio, block layer submission (default)",
-            c.submit_ns
-        );
-        let _ = writeln!(s, "driver_ns = {}             # ns per request in queue_rq: fitted to the QD64 4 KiB read IOPS ceiling", c.driver_ns);
-        let _ = writeln!(
-            s,
-            "complete_ns = {}            # ns per request, completion (default)",
-            c.complete_ns
-        );
-        let _ = writeln!(
-            s,
-            "lock_handoff_ns = {}        # ns, contended lock moving between CPUs (default)",
-            c.lock_handoff_ns
-        );
+        let _ = writeln!(s, "host_speed = {speed:.3}          # relative to the ~2.4 GHz reference core: fitted with the 1-job and 4-job ceilings");
+        if let Some(c) = &fit.cpu {
+            let _ = writeln!(s, "wake_ns = {}              # ns an idle CPU is busy waking a task (fio, the loop worker): from the QD1 latency", c.wake_ns);
+        }
     }
     s
 }
 
 /// Measure, fit, and return (profile TOML, human report).
+#[allow(clippy::too_many_arguments)]
 pub fn calibrate(
     dev: &str,
     force: bool,
@@ -1007,25 +1120,48 @@ pub fn calibrate(
     cpus: usize,
     model: Option<&str>,
     verbose: bool,
+    save_probes: Option<&std::path::Path>,
 ) -> Result<Calibration, LabError> {
-    let key = |f: &Fit| match (&f.params, &f.cpu) {
-        (Params::Nvme(_), Some(_)) => "cpu",
-        (p, _) => p.model(),
-    };
     if let Some(m) = model {
-        if !["nvme", "cpu", "ram"].contains(&m) {
-            return Err(LabError::input(format!(
-                "--model: expected nvme, cpu or ram, got '{m}'"
-            )));
-        }
+        check_model(m)?;
     }
     let busy = super::runner::busy_note();
     let m = measure(dev, force, probe_time, passes, verbose)?;
+    if let Some(path) = save_probes {
+        // Before the fit: the measurement is the expensive part.
+        let text = serde_json::to_string_pretty(&m).expect("probes serialise");
+        std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let mut c = calibrate_from(&m, cpus, model, verbose)?;
+    if let Some(b) = busy {
+        let _ = writeln!(c.report, "note: {b}");
+    }
+    Ok(c)
+}
+
+/// Fit the models to measured probes and write the profile.
+pub fn calibrate_from(
+    m: &Measured,
+    cpus: usize,
+    model: Option<&str>,
+    verbose: bool,
+) -> Result<Calibration, LabError> {
+    let key = |f: &Fit| f.params.model();
+    if let Some(want) = model {
+        check_model(want)?;
+    }
+    if m.points.len() != PROBES.len() {
+        return Err(LabError::input(format!(
+            "the saved probes have {} points, this version measures {}",
+            m.points.len(),
+            PROBES.len()
+        )));
+    }
     if verbose {
-        eprintln!("calibrate: fitting nvme, nvme with a CPU-bound path, and ram (simulating the probes) ...");
+        eprintln!("calibrate: fitting nvme, loop and ram (simulating the probes) ...");
     }
     let t0 = std::time::Instant::now();
-    let (mut fits, evals) = fit(&m, cpus, probe_time.min(NS_PER_SEC / 4));
+    let (mut fits, evals) = fit(m, cpus, m.probe_time.min(NS_PER_SEC / 4));
     if let Some(sig) = signal::interrupted() {
         return Err(LabError::failed(format!(
             "interrupted by signal {sig} while fitting"
@@ -1040,7 +1176,7 @@ pub fn calibrate(
     let best = &fits[0];
     let disk = m.device.rsplit('/').next().unwrap_or("dev").to_string();
     let name = format!("calibrated-{disk}");
-    let toml = profile_toml(&m, &fits, &name);
+    let toml = profile_toml(m, &fits, &name);
     // The profile must load exactly as `elevator run --device FILE` loads it.
     let tmp = TempDir::new("elevator-profile-check")?;
     let p = tmp.path().join("profile.toml");
@@ -1074,15 +1210,21 @@ pub fn calibrate(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    report.push_str(&error_table(&m, best));
-    if let Some(b) = busy {
-        let _ = writeln!(report, "note: {b}");
-    }
+    report.push_str(&error_table(m, best));
     Ok(Calibration {
         toml,
         report,
-        unrestored: m.unrestored,
+        unrestored: m.unrestored.clone(),
     })
+}
+
+fn check_model(m: &str) -> Result<(), LabError> {
+    if ["nvme", "loop", "ram"].contains(&m) {
+        return Ok(());
+    }
+    Err(LabError::input(format!(
+        "--model: expected nvme, loop or ram, got '{m}'"
+    )))
 }
 
 /// What `calibrate` produced.
@@ -1146,12 +1288,14 @@ mod tests {
         };
         let fits = [
             (Params::Nvme(nvme.clone()), None),
+            (Params::Nvme(nvme), None),
             (
-                Params::Nvme(nvme),
-                Some(crate::block::cpu::CpuCosts {
-                    driver_ns: 100_000,
-                    ..Default::default()
+                Params::Loop(LoopParams {
+                    work_ns: 200_000,
+                    copy_bandwidth: MAX_BANDWIDTH,
+                    nowait_percent: 100,
                 }),
+                Some(loop_costs(HOST_SPEED_MIN, MAX_CPU_COST_NS)),
             ),
             (
                 Params::Ram(crate::device::ram::RamParams {
@@ -1250,19 +1394,12 @@ mod tests {
             points: measured,
         };
         let ram = f.fit_ram();
-        let cpu = f.fit_cpu_bound(&fit);
-        assert!(cpu.cpu.is_some());
-        let toml = profile_toml(&m, &[fit, ram, cpu.clone()], "calibrated-loop9");
+        let toml = profile_toml(&m, &[fit, ram], "calibrated-loop9");
         let tmp = TempDir::new("elevator-calib-test").unwrap();
         let p = tmp.path().join("p.toml");
         std::fs::write(&p, &toml).unwrap();
         let prof = crate::device::load_profile(&p.display().to_string()).unwrap();
         assert_eq!(prof.model, "nvme");
         assert!(toml.contains("randread-qd64"), "{toml}");
-        // A CPU-bound fit writes a [cpu] table that loads too.
-        let toml = profile_toml(&m, &[cpu], "calibrated-loop9");
-        std::fs::write(&p, &toml).unwrap();
-        let prof = crate::device::load_profile(&p.display().to_string()).unwrap();
-        assert!(prof.cpu.is_some_and(|c| c.driver_ns > 0), "{toml}");
     }
 }

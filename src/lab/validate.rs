@@ -518,8 +518,96 @@ pub fn render(title: &[String], inp: &Inputs, notes: &[String]) -> String {
     } else {
         let _ = writeln!(out, "  one round: measured differences under {:.0}% count as ties (use --repeat for paired ratios)", SINGLE_ROUND_TIE * 100.0);
     }
+    for v in verdicts(&rows, &first) {
+        let _ = writeln!(out, "  {}", v.line());
+    }
     for n in notes {
         let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// How far the simulated IOPS ratio to the first scheduler may be from the
+/// measured median and still count as agreeing.
+pub const RATIO_TOLERANCE: f64 = 0.07;
+/// The first scheduler's simulated IOPS and mean latency: tolerances.
+pub const IOPS_TOLERANCE: f64 = 0.15;
+pub const LAT_TOLERANCE: f64 = 0.20;
+
+/// One check of the simulation against the lab, with its verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// What is checked: `ratio mq-deadline`, `iops none`, `lat none`.
+    pub what: String,
+    /// The worst deviation over groups and directions (ratio: absolute
+    /// difference; iops, lat: relative error).
+    pub worst: f64,
+    pub tolerance: f64,
+    /// The group and direction of the worst deviation.
+    pub at: String,
+}
+
+impl Verdict {
+    pub fn ok(&self) -> bool {
+        self.worst.abs() <= self.tolerance
+    }
+    fn line(&self) -> String {
+        let (worst, tol) = if self.what.starts_with("ratio") {
+            (
+                format!("{:+.3}", self.worst),
+                format!("±{:.2}", self.tolerance),
+            )
+        } else {
+            (
+                format!("{:+.1}%", self.worst * 100.0),
+                format!("±{:.0}%", self.tolerance * 100.0),
+            )
+        };
+        format!(
+            "check {:<24} worst {worst} ({}) within {tol}: {}",
+            self.what,
+            self.at,
+            if self.ok() { "ok" } else { "OFF" }
+        )
+    }
+}
+
+/// Per scheduler, the simulated IOPS ratio to `first` against the measured
+/// median; for `first` itself, IOPS and mean latency against measured.
+pub fn verdicts(rows: &[Row], first: &str) -> Vec<Verdict> {
+    let mut out: Vec<Verdict> = Vec::new();
+    let mut worse = |what: String, dev: f64, tolerance: f64, at: String| match out
+        .iter_mut()
+        .find(|v| v.what == what)
+    {
+        Some(v) if dev.abs() > v.worst.abs() => {
+            v.worst = dev;
+            v.at = at;
+        }
+        Some(_) => {}
+        None => out.push(Verdict {
+            what,
+            worst: dev,
+            tolerance,
+            at,
+        }),
+    };
+    for r in rows {
+        let Some(g) = &r.sim else { continue };
+        let at = format!("{} {}", r.name, dir_name(r.dir));
+        if r.scheduler == first {
+            if r.meas_iops.median > 0.0 {
+                let e = g.iops / r.meas_iops.median - 1.0;
+                worse(format!("iops {first}"), e, IOPS_TOLERANCE, at.clone());
+            }
+            if r.meas_lat.median > 0.0 {
+                let e = g.lat_mean_us / r.meas_lat.median - 1.0;
+                worse(format!("lat {first}"), e, LAT_TOLERANCE, at);
+            }
+        } else if let (Some(m), Some(sr)) = (&r.meas_ratio, r.sim_ratio) {
+            let e = sr - m.median;
+            worse(format!("ratio {}", r.scheduler), e, RATIO_TOLERANCE, at);
+        }
     }
     out
 }
@@ -555,6 +643,9 @@ pub fn to_json(inp: &Inputs) -> Value {
             "mape_lat_mean": sum.mape_lat,
             "mape_p99": sum.mape_p99,
             "mape_iops_ratio": sum.mape_ratio,
+            "checks": verdicts(&rows, inp.lab.schedulers.first().map_or("", |s| s.as_str())).iter().map(|v| json!({
+                "check": v.what, "worst": v.worst, "tolerance": v.tolerance, "at": v.at, "ok": v.ok(),
+            })).collect::<Vec<_>>(),
         },
         "not_run": inp.lab.skipped.iter().map(|(s, w)| json!({"scheduler": s, "reason": w})).collect::<Vec<_>>(),
         "not_simulated": inp.sims.iter().filter_map(|(s, r)| r.as_ref().err().map(|w| json!({"scheduler": s, "reason": w}))).collect::<Vec<_>>(),
@@ -564,6 +655,47 @@ pub fn to_json(inp: &Inputs) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(sched: &str, meas_ratio: f64, sim_ratio: f64, iops: (f64, f64)) -> Row {
+        let st = |v: f64| Stat::of(&[v]).unwrap();
+        Row {
+            scheduler: sched.into(),
+            name: "g".into(),
+            dir: Ddir::Read,
+            jobs: 1,
+            meas_iops: st(iops.0),
+            meas_lat: st(100.0),
+            meas_p99: None,
+            meas_ratio: Some(st(meas_ratio)),
+            sim: Some(GroupRow {
+                name: "g".into(),
+                groupid: 0,
+                dir: Ddir::Read,
+                jobs: 1,
+                iops: iops.1,
+                bw_kib: 0.0,
+                lat_mean_us: 110.0,
+                p99_us: 0.0,
+            }),
+            sim_ratio: Some(sim_ratio),
+        }
+    }
+
+    #[test]
+    fn verdicts_check_ratios_and_the_first_schedulers_numbers() {
+        let rows = [
+            row("none", 1.0, 1.0, (1000.0, 1100.0)),
+            row("mq-deadline", 0.87, 0.80, (870.0, 880.0)),
+            row("bfq", 0.70, 0.62, (700.0, 680.0)),
+        ];
+        let v = verdicts(&rows, "none");
+        let get = |w: &str| v.iter().find(|x| x.what == w).unwrap();
+        assert!(get("iops none").ok(), "+10% is within 15%");
+        assert!(get("lat none").ok());
+        assert!(get("ratio mq-deadline").ok(), "-0.07 is the edge");
+        assert!(!get("ratio bfq").ok(), "-0.08 is off");
+        assert!(get("ratio bfq").line().ends_with("OFF"));
+    }
 
     #[test]
     fn sets_reach_only_schedulers_that_have_them() {
