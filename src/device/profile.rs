@@ -45,6 +45,7 @@ const BUILTIN: &[(&str, &str)] = &[
         "desktop-ssd",
         include_str!("../../profiles/desktop-ssd.toml"),
     ),
+    ("hgst-he10", include_str!("../../profiles/hgst-he10.toml")),
 ];
 
 /// Names reserved for models that other issues add.
