@@ -122,8 +122,14 @@ pub enum DispatchLoop {
     /// queue run pulls one more request out of the scheduler and stacks it
     /// in front of the older ones: the scheduler's order becomes
     /// newest-first and the oldest requests wait until the list empties.
+    /// Completions re-run the queue from kblockd, not inline (SCSI's
+    /// `scsi_end_request`: `blk_mq_run_hw_queues(q, true)`; SCHED_RESTART
+    /// and the driver-tag waiter also run it async), and one pending run
+    /// serves every completion before it: such a run finds several tags
+    /// free, which is what empties the list.
     /// (v4.12 block/blk-mq-sched.c `blk_mq_sched_dispatch_requests`,
-    /// block/blk-mq.c `blk_mq_dispatch_rq_list`.)
+    /// block/blk-mq.c `blk_mq_dispatch_rq_list`, `blk_mq_dispatch_wake`,
+    /// drivers/scsi/scsi_lib.c `scsi_end_request`.)
     PullWhenStuck,
     /// 4.15 on: the scheduler is asked only after `hctx->dispatch` was sent
     /// in full, and (with a budget) only while the device has room: the

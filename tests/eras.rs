@@ -1,6 +1,6 @@
 //! Kernel eras (`--kernel`, crate::kernel) through the library API: the
-//! 4.11-4.14 dispatch loop strands mq-deadline's requests where the newest
-//! kernel does not; the era's defaults (libata depth, nr_requests) and its
+//! 4.11-4.14 dispatch loop with kblockd's re-runs after completions; the
+//! era's defaults (libata depth, nr_requests) and its
 //! scheduler list. Job files: tests/jobs/eras-*.fio.
 
 use elevator::job::Ddir;
@@ -43,21 +43,53 @@ fn knob<'a>(rep: &'a RunReport, name: &str) -> &'a str {
 }
 
 #[test]
-fn mq_deadline_strands_requests_on_4_12_and_not_on_the_newest_kernel() {
+fn on_4_12_kblockd_reruns_drain_the_dispatch_list() {
+    // 4.11-4.14: requests pulled while the device is full are stacked
+    // newest-first on hctx->dispatch. Completions re-run the queue from
+    // kblockd (one work item: completions before it runs share it), so the
+    // list empties now and then and nothing waits for the whole run. Before
+    // the kblockd re-run was modelled, the oldest requests waited the whole
+    // 2 s run.
     let old = run(&spec("eras-strand.fio", "mq-deadline", Some("4.12")));
     let new = run(&spec("eras-strand.fio", "mq-deadline", None));
     let none_old = run(&spec("eras-strand.fio", "none", Some("4.12")));
     let both = |r: &RunReport| max_clat(r, Ddir::Read).max(max_clat(r, Ddir::Write));
-    // Stranded at the bottom of hctx->dispatch: far beyond any device time.
     let o = both(&old);
-    assert!(o > 500 * NS_PER_MS, "4.12 max {o} ns");
-    // The newest kernel keeps them in the scheduler (budget), which sends
-    // them by its FIFO and deadlines: no more than the device's own stalls.
+    assert!(o < 100 * NS_PER_MS, "4.12 mq-deadline max {o} ns");
+    // Every job kept going: none got less than half the mean IOPS.
+    let iops: Vec<f64> = old
+        .jobs
+        .iter()
+        .map(|j| j.stats.dirs.iter().map(|d| d.total_ios as f64).sum::<f64>())
+        .collect();
+    let mean = iops.iter().sum::<f64>() / iops.len() as f64;
+    assert!(iops.iter().all(|&n| n > 0.5 * mean), "{iops:?}");
     let n = both(&new);
     assert!(n < 100 * NS_PER_MS, "newest max {n} ns");
-    // Without a scheduler 4.12 sends in arrival order.
     let z = both(&none_old);
     assert!(z < 100 * NS_PER_MS, "4.12 none max {z} ns");
+}
+
+#[test]
+#[ignore = "measured 23 ms max (p99.9 20.6 ms) for mq-deadline on E2 4.12 over 300 s, \
+            need > 1 s (published ~2.7 s): with kblockd's coalesced re-runs the model's \
+            hctx->dispatch stays at 0-2 requests; what kept it long on the real 4.12 is \
+            not found (see the eras report)"]
+fn e2_mq_deadline_maximum_latency_is_seconds_on_4_12() {
+    let e = elevator::cli::published::EXPERIMENTS
+        .iter()
+        .find(|e| e.id == "E2")
+        .unwrap();
+    let mut s = e.spec("mq-deadline");
+    s.max_runtime_ns = Some(300_000 * NS_PER_MS);
+    let rep = run(&s);
+    let m = max_clat(&rep, Ddir::Read).max(max_clat(&rep, Ddir::Write));
+    assert!(m > 1_000 * NS_PER_MS, "max {m} ns");
+    let mut s = e.spec("none");
+    s.max_runtime_ns = Some(300_000 * NS_PER_MS);
+    let rep = run(&s);
+    let m = max_clat(&rep, Ddir::Read).max(max_clat(&rep, Ddir::Write));
+    assert!(m < 100 * NS_PER_MS, "none max {m} ns");
 }
 
 #[test]

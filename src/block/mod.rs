@@ -41,6 +41,13 @@ use std::collections::VecDeque;
 /// BLK_MQ_RESOURCE_DELAY: re-run a queue 3 ms after a resource shortage or a
 /// NULL dispatch with work pending (blk-mq.h).
 pub const RESOURCE_DELAY: Ns = 3 * NS_PER_MS;
+/// From a completion to kblockd's queue run (4.11–4.14 with a scheduler):
+/// waking the kworker on the completing CPU costs a context switch; the
+/// same 1.5 µs as the task layer's switch cost (task/runqueue.rs
+/// CONTEXT_SWITCH_NS, which block/ may not import: it sits above), not a
+/// fitted value. E2's results hardly move between 1.5 and 50 µs (read
+/// latency 1.06–1.09 ms).
+const KBLOCKD_WAKE_NS: Ns = 1_500;
 /// BLK_MAX_REQUEST_COUNT: plug flush threshold (32; 64 for multiple queues).
 pub const PLUG_MAX_REQUESTS: usize = 32;
 /// BLK_PLUG_FLUSH_SIZE: flush the plug when its last request is ≥ 128 KiB.
@@ -1202,6 +1209,11 @@ impl BlockLayer {
     /// request out of the scheduler onto the front of the list; the list is
     /// sent newest-first, and its oldest requests wait until it empties. The
     /// scheduler's read preference and deadlines no longer apply to them.
+    /// What empties it is a run that finds more driver tags free than the
+    /// list holds: completions re-run the queue from kblockd
+    /// (`kblockd_restart`), and completions that land before that run share
+    /// it. Had completions re-run the queue inline (one tag per run), the
+    /// list would never shrink and its oldest requests would wait forever.
     fn run_hw_queue_pull_when_stuck(&mut self, env: &mut Env, hctx: usize) {
         let mut sent = 0;
         while let Some(&rq) = self.hctxs[hctx].dispatch.front() {
@@ -1389,6 +1401,14 @@ impl BlockLayer {
             self.cpu.end();
             return;
         }
+        if self.era.dispatch == DispatchLoop::PullWhenStuck
+            && self.elv.is_some()
+            && !self.elv_props.legacy
+        {
+            self.kblockd_restart(env);
+            self.cpu.end();
+            return;
+        }
         // Restart: a freed tag may let this queue (or a shared scheduler) go on.
         if self.elv_props.single_queue && self.elv.is_some() && self.hctxs.len() > 1 {
             for h in 0..self.hctxs.len() {
@@ -1405,6 +1425,25 @@ impl BlockLayer {
             self.run_hw_queue(env, hctx);
         }
         self.cpu.end();
+    }
+
+    /// 4.11–4.14 with a scheduler: a completion re-runs the queues from
+    /// kblockd, not inline. SCSI's `scsi_end_request` calls
+    /// `blk_mq_run_hw_queues(q, true)`; the other restart paths of that loop
+    /// (SCHED_RESTART in `blk_mq_sched_restart`, the driver-tag waiter's
+    /// `blk_mq_dispatch_wake`) also call `blk_mq_run_hw_queue(hctx, true)`
+    /// (v4.12 block/blk-mq.c, block/blk-mq-sched.c, drivers/scsi/scsi_lib.c).
+    /// The work item is queued once: completions that land before kblockd
+    /// runs share one run, which then finds several driver tags free. That
+    /// is what lets `hctx->dispatch` empty now and then, so requests stranded
+    /// at its tail leave after a while instead of never.
+    fn kblockd_restart(&mut self, env: &mut Env) {
+        let at = self.cpu.now().max(env.now) + KBLOCKD_WAKE_NS;
+        for h in 0..self.hctxs.len() {
+            if self.has_pending(h) {
+                self.schedule_run(env, h as u16, at);
+            }
+        }
     }
 
     /// A flush-sequence request completed: the flush machinery's end_io

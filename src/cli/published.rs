@@ -98,7 +98,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
     Experiment {
         id: "E1",
         job: Job::File("e1-hdd.fio", include_str!("../../examples/e1-hdd.fio")),
-        device: "hdd",
+        device: "hgst-he10",
         kernel: "4.13",
         runtime_s: Some(120),
         rows: &[
@@ -110,7 +110,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
             ("bfq", &E1_BFQ),
             ("kyber", &E1_KYBER),
         ],
-        note: "HGST HUH721008AL: the built-in hdd profile",
+        note: "HGST HUH721008AL: the hdd profile, destaging fitted to the none row",
     },
     Experiment {
         id: "E2",

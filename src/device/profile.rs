@@ -48,6 +48,7 @@ const BUILTIN: &[(&str, &str)] = &[
         "desktop-ssd",
         include_str!("../../profiles/desktop-ssd.toml"),
     ),
+    ("hgst-he10", include_str!("../../profiles/hgst-he10.toml")),
     ("loop", include_str!("../../profiles/loop.toml")),
 ];
 
