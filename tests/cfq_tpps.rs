@@ -121,6 +121,42 @@ fn e5_unsaturated_groups_get_what_they_ask_whatever_their_weight() {
     }
 }
 
+/// tpps offered on blk-mq (tpps-mq; its decisions are in sched/tpps.rs).
+/// The quota passes share the device slots by weight, but on blk-mq every
+/// group allocates from the same scheduler tags (the ali kernel gave each
+/// cgroup its own request pool): a completion's tag goes to the next
+/// waiter whatever its group, so each group holds about a quarter of the
+/// tags, has fewer requests than its quota and all of them are dispatched.
+/// Measured (nvme, 1 s): 73241 / 75131 / 75643 / 77194 IOPS for weights
+/// 1000 / 800 / 600 / 400 (legacy tpps: 105127 / 83896 / 66734 / 45651).
+#[test]
+#[ignore = "tpps-mq does not order E5's groups by weight (73241/75131/75643/77194 IOPS): \
+            blk-mq's shared scheduler tags replace the ali per-cgroup request pools; \
+            see the comment"]
+fn e5_tpps_on_blk_mq_shares_by_weight() {
+    let rep = run("tpps-e5-cgroups.fio", "tpps-mq", E5_DEVICE);
+    let t: Vec<(f64, f64)> = E5_GROUPS
+        .iter()
+        .map(|g| by_name(&rep, g, Ddir::Write))
+        .collect();
+    for w in t.windows(2) {
+        assert!(w[0].0 > w[1].0, "tpps-mq IOPS not ordered by weight: {t:?}");
+    }
+}
+
+#[test]
+fn e5_tpps_on_blk_mq_serves_unsaturated_groups() {
+    let rep = run("tpps-e5-unsaturated.fio", "tpps-mq", E5_DEVICE);
+    for g in E5_GROUPS {
+        let (iops, _) = by_name(&rep, g, Ddir::Write);
+        eprintln!("unsaturated tpps-mq {g}: {iops:.0} IOPS");
+        assert!(
+            (iops - 2000.0).abs() < 0.05 * 2000.0,
+            "tpps-mq {g}: {iops:.0} IOPS, asked for 2000"
+        );
+    }
+}
+
 #[test]
 fn hdd_two_sequential_readers_cfq_idling_beats_noop_unless_slice_idle_is_0() {
     let name = "cfq-hdd-two-seq-readers.fio";
@@ -174,6 +210,30 @@ fn e4_numbers(rep: &RunReport) -> (f64, f64) {
 /// tree), so it switches queues on every dispatch and keeps the SSD as full
 /// as noop does. Measured 1.00 (noop 38081, cfq 38083 IOPS). Run with
 /// `--ignored` to see it fail.
+/// The same as published: kernel 2.6.39 (CFQ keeps slice_idle 8 ms on an
+/// SSD there) on the E4 drive's profile. Still 1.00 (noop 26180, cfq 26179
+/// IOPS): desktop-ssd's throughput is its flash program rate whatever the
+/// queue depth (also 21.4k under both with NCQ off), so CFQ could only lose
+/// IOPS by leaving the drive idle ~45 % of the time, and 2.6.39 CFQ does not
+/// idle for 50 seeky (4 KiB < 32 sectors on a non-rotational queue) QD1
+/// queues: `cfq_arm_slice_timer` returns at once on a non-rotational NCQ
+/// queue and `cfq_should_idle` wants the last queue of its service tree.
+#[test]
+#[ignore = "E4's 1.3x is not reproduced with 2.6.39 CFQ either (ratio 1.00, noop 26180 vs \
+            cfq 26179 IOPS on desktop-ssd); see the comment"]
+fn e4_as_published_noop_gets_1_3x_cfq_iops() {
+    let name = "cfq-e4-sata-ssd.fio";
+    let spec = |s: &str| {
+        RunSpec::from_text(name, "")
+            .scheduler(s)
+            .device("desktop-ssd")
+            .kernel("2.6.39")
+    };
+    let (noop, _) = e4_numbers(&run_with(name, spec("noop")));
+    let (cfq, _) = e4_numbers(&run_with(name, spec("cfq")));
+    assert!(noop >= 1.3 * cfq, "noop {noop:.0} vs cfq {cfq:.0} IOPS");
+}
+
 #[test]
 #[ignore = "E4's 1.3x is not reproduced by the 4.19 algorithm (ratio 1.00); see the comment"]
 fn e4_noop_gets_1_3x_cfq_iops_on_the_sata_ssd() {

@@ -12,9 +12,23 @@ fn job(name: &str) -> String {
 }
 
 fn run(name: &str, sched: &str, device: &str, sets: &[(&str, &str)]) -> RunReport {
+    run_in(None, name, sched, device, sets)
+}
+
+/// `run` as kernel `kernel` (`--kernel`), or the newest.
+fn run_in(
+    kernel: Option<&str>,
+    name: &str,
+    sched: &str,
+    device: &str,
+    sets: &[(&str, &str)],
+) -> RunReport {
     let mut spec = RunSpec::new(JobSource::text(name, &job(name)))
         .scheduler(sched)
         .device(device);
+    if let Some(k) = kernel {
+        spec = spec.kernel(k);
+    }
     for (k, v) in sets {
         spec = spec.set(k, v);
     }
@@ -49,20 +63,33 @@ fn p99(rep: &RunReport, job: &str, d: Ddir) -> u64 {
 }
 
 const E2: &str = "kyber-e2-sata-ssd.fio";
+/// E2 as published: kernel 4.12 on the E2 drive's profile, 30 s.
+const E2_PUBLISHED: &str = "kyber-e2-published.fio";
+const E2_DEVICE: &str = "intel-s3520";
 const NVME: &str = "kyber-nvme-seqwrite-qd1-reader.fio";
 const HDD: &str = "kyber-hdd-writers-reader.fio";
 
 /// (none, kyber) reader_20 mean read latency and writers' summed IOPS on E2.
 fn e2_pair(kyber_sets: &[(&str, &str)]) -> ((f64, f64), (f64, f64)) {
-    let none = run(E2, "none", "sata-ssd", &[]);
-    let kyber = run(E2, "kyber", "sata-ssd", kyber_sets);
+    e2_pair_in(None, E2, "sata-ssd", kyber_sets)
+}
+
+/// `e2_pair` for job `name` on `device` as kernel `kernel`.
+fn e2_pair_in(
+    kernel: Option<&str>,
+    name: &str,
+    device: &str,
+    kyber_sets: &[(&str, &str)],
+) -> ((f64, f64), (f64, f64)) {
+    let none = run_in(kernel, name, "none", device, &[]);
+    let kyber = run_in(kernel, name, "kyber", device, kyber_sets);
     let (n, _, read_none) = group(&none, "reader_20", Ddir::Read);
     let (m, _, read_kyber) = group(&kyber, "reader_20", Ddir::Read);
     assert!(n > 1000 && m > 1000, "reads: none {n}, kyber {m}");
     let (_, w_none, _) = group(&none, "writers", Ddir::Write);
     let (_, w_kyber, _) = group(&kyber, "writers", Ddir::Write);
     eprintln!(
-        "E2 {kyber_sets:?}: reader_20 mean read latency none {:.0} us, kyber {:.0} us \
+        "E2 {kernel:?} {device} {kyber_sets:?}: reader_20 mean read latency none {:.0} us, kyber {:.0} us \
          ({:.2}x lower); writers IOPS none {w_none:.0}, kyber {w_kyber:.0}",
         read_none / 1e3,
         read_kyber / 1e3,
@@ -87,27 +114,44 @@ fn e2_writers_lose_iops_and_readers_gain_under_kyber() {
 }
 
 #[test]
-#[ignore = "issue 10's threshold, not met by the v6.17 algorithm on this device model: \
-            measured 1.53x (none 1093 us, kyber 715 us); no domain's I/O p90 exceeds its \
-            target, so kyber never throttles (see the kyber report)"]
-fn e2_reader_latency_3x_lower_than_none() {
-    let ((read_none, read_kyber), _) = e2_pair(&[]);
+fn e2_as_published_reader_latency_3x_lower_and_writers_lose() {
+    // Kernel 4.12's kyber (the documents' kernel): reads queued behind the
+    // drive's write backlog make a 10 ms window's mean read latency bad
+    // while writes are good, and every such window takes 1/8 to 1/2 of the
+    // sync-write domain's depth, which nothing gives back while both are
+    // good. Measured: none 1235 us, kyber 336 us (3.7x); writers 32141 vs
+    // 31447 IOPS. (The 6.17 algorithm on sata-ssd: 1.53x, see below.)
+    let ((read_none, read_kyber), (w_none, w_kyber)) =
+        e2_pair_in(Some("4.12"), E2_PUBLISHED, E2_DEVICE, &[]);
     assert!(
         read_none >= 3.0 * read_kyber,
         "{read_none:.0} vs {read_kyber:.0}"
     );
+    assert!(w_kyber < w_none, "writers {w_kyber:.0} vs {w_none:.0}");
 }
 
 #[test]
-#[ignore = "issue 10's threshold, not met: with 1 s targets kyber measures 34.6 % below none, \
-            the same as with its default targets — the difference is the domain batching \
-            of dispatch, which no target changes (see the kyber report)"]
+fn e2_v617_on_sata_ssd_gains_less_than_v412() {
+    // The 6.17 heuristics never see a domain's I/O p90 over target on the
+    // sata-ssd model (reads are fast at the drive): what reads gain is the
+    // batching of dispatch by domain, 1.53x (none 1093 us, kyber 715 us).
+    let ((read_none, read_kyber), _) = e2_pair(&[]);
+    assert!(read_kyber < read_none && read_none < 3.0 * read_kyber);
+}
+
+#[test]
+#[ignore = "issue 10's threshold, not met: with 1 s targets 4.12's kyber never throttles, \
+            its 128 write tokens exceed the drive's 31 NCQ tags and the 4.11-4.14 dispatch \
+            loop (crate::kernel PullWhenStuck) stacks requests newest-first in \
+            hctx->dispatch: reads 3769 us vs none's 1235 us (+205 %); under 6.17 -34.6 % \
+            (domain batching). Published kyber max latency was 35-50 ms, so the real 4.12 \
+            loop was gentler than the model's (mq-deadline E2 reads: model 6.4 ms vs 1.42)"]
 fn e2_with_one_second_targets_behaves_like_none() {
     let sets = [
         ("iosched/read_lat_nsec", "1000000000"),
         ("iosched/write_lat_nsec", "1000000000"),
     ];
-    let ((read_none, read_kyber), _) = e2_pair(&sets);
+    let ((read_none, read_kyber), _) = e2_pair_in(Some("4.12"), E2_PUBLISHED, E2_DEVICE, &sets);
     let diff = (read_kyber - read_none).abs() / read_none;
     assert!(
         diff <= 0.30,

@@ -45,6 +45,9 @@ pub struct QueueInfo {
     pub cpu_ctx: Vec<u16>,
     /// Software queues mapped to each hardware queue (`hctx->nr_ctx`).
     pub hctx_nr_ctx: Vec<u16>,
+    /// The kernel version the queue runs as (`--kernel`; crate::kernel):
+    /// schedulers whose algorithm changed between versions read it.
+    pub kernel: crate::kernel::Version,
 }
 
 impl QueueInfo {
@@ -72,6 +75,7 @@ impl QueueInfo {
             cpu_hctx,
             cpu_ctx,
             hctx_nr_ctx,
+            kernel: crate::kernel::NEWEST,
         }
     }
 

@@ -470,6 +470,7 @@ impl BlockLayer {
         q.rotational = rotational;
         q.nomerges = nomerges;
         q.max_sectors = max_sectors;
+        q.kernel = self.era.version;
         self.q = q;
         self.hctxs = self
             .q

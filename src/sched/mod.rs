@@ -48,6 +48,9 @@ fn new_cfq() -> Box<dyn Elevator> {
 fn new_tpps() -> Box<dyn Elevator> {
     Box::new(tpps::Tpps::new())
 }
+fn new_tpps_mq() -> Box<dyn Elevator> {
+    Box::new(tpps::Tpps::new_mq())
+}
 fn new_mq_deadline() -> Box<dyn Elevator> {
     Box::new(mq_deadline::MqDeadline::new())
 }
@@ -195,6 +198,24 @@ pub static SCHEDULERS: &[ElevatorType] = &[
         // FIFO appends and a quota loop, under the queue lock; its dispatch
         // call moves many requests at once, so the per-call figure is
         // amortised.
+        cost: cost(300, 300, 150, 100, true),
+    },
+    ElevatorType {
+        name: "tpps-mq",
+        alias: None,
+        summary: "tpps offered on blk-mq (simulation only, no kernel had it): the same quota passes, staged per hardware queue and handed out one request per call",
+        mainline: false,
+        lab: false,
+        imp: Imp::Mq(new_tpps_mq),
+        features: Features {
+            // One instance for all hardware queues under its lock, core
+            // merging as on the legacy path, completions counted.
+            single_queue: true,
+            core_merging: true,
+            insert_merging: false,
+            completed_hook: true,
+        },
+        // As tpps (a model assumption).
         cost: cost(300, 300, 150, 100, true),
     },
 ];

@@ -31,8 +31,26 @@
 //! request merged away, so its "queue empty" test drifts; the model keeps
 //! the count exact. A queue freed when its process changes cgroup takes its
 //! group's weight out of `total_weight` when it was the group's last online
-//! queue (the counterpart of adding it at the first). Offered on the legacy
-//! path only (like the original); see the registry.
+//! queue (the counterpart of adding it at the first).
+//!
+//! On blk-mq (`tpps-mq` in the registry; the original only ever ran on the
+//! 2.6.32 single-queue core) the model makes these decisions, none of which
+//! the ali code had to make:
+//! - One instance per request queue, shared by its hardware queues (as
+//!   mq-deadline and BFQ): groups, weights and the quota stay device-wide.
+//! - blk-mq asks for one request per call. When a hardware queue asks and
+//!   nothing is staged for it, one quota pass runs (the legacy dispatch
+//!   call) and moves its requests to per-hardware-queue staging lists (each
+//!   request to its own hctx's); the call returns the head of its own list,
+//!   and the other hardware queues that got requests are run.
+//! - `quota = nr_requests − in driver` with `nr_requests` the scheduler
+//!   tags, and a request counts as "in the driver" from the pass that staged
+//!   it (blk-mq has no activate hook; staged requests are committed) until
+//!   it completes or is requeued; so MIN_DISPATCH_RQ gates passes as before.
+//! - A requeued request gives its slot back and returns to the head of its
+//!   process's queue (`at_head`); a staged request merged away leaves its
+//!   staging list and gives its slot back.
+//! - No per-cgroup request pools (blk-mq has one tag space): no `may_queue`.
 
 use crate::block::elevator::{
     show_attrs, store_attr, Attr, Elevator, MergeKind, QueueInfo, SchedCtx, Tunable,
@@ -46,9 +64,11 @@ pub const MIN_DISPATCH_RQ: i64 = 64;
 
 type Qid = u32;
 
-/// `Request::elv[1]`: on its queue's FIFO.
+/// `Request::elv[1]`: on its queue's FIFO, or (blk-mq) staged for its
+/// hardware queue.
 const LOC_NONE: u64 = 0;
 const LOC_QUEUED: u64 = 1;
+const LOC_STAGED: u64 = 2;
 
 /// tpps registers no elevator attributes.
 const TPPS_ATTRS: &[Attr<Tpps>] = &[];
@@ -94,11 +114,35 @@ pub struct Tpps {
     rq_in_driver: u32,
     total_weight: u32,
     nr_requests: u32,
+    /// Running on blk-mq (`tpps-mq`): passes stage requests per hardware
+    /// queue instead of moving them to the legacy dispatch list.
+    mq: bool,
+    staged: Vec<RqList>,
+    /// Hardware queues that got staged requests in the current pass.
+    staged_for: Vec<u16>,
 }
 
 impl Tpps {
     pub fn new() -> Tpps {
         Tpps::default()
+    }
+
+    /// tpps on the blk-mq path (see the module notes).
+    pub fn new_mq() -> Tpps {
+        Tpps {
+            mq: true,
+            ..Tpps::default()
+        }
+    }
+
+    /// Requests staged for hardware queues and not yet handed out (blk-mq).
+    pub fn staged(&self) -> usize {
+        self.staged.iter().map(|l| l.len as usize).sum()
+    }
+
+    /// Requests counted in the driver (device-wide).
+    pub fn in_driver(&self) -> u32 {
+        self.rq_in_driver
     }
 
     /// Requests inside the scheduler.
@@ -227,8 +271,48 @@ impl Tpps {
         let cg = self.queues[q as usize].group;
         self.gm(cg).rq_queued -= 1;
         self.dispatched -= 1;
-        ctx.dispatch_sort(rq);
+        if self.mq {
+            self.stage(ctx, rq, cg);
+        } else {
+            ctx.dispatch_sort(rq);
+        }
         1
+    }
+
+    /// blk-mq: the pass committed `rq` (of group `cg`) to the device; it
+    /// waits on its hardware queue's staging list and holds a slot.
+    fn stage(&mut self, ctx: &mut SchedCtx, rq: RqId, cg: u16) {
+        let h = ctx.rqs[rq].hctx as usize;
+        if self.staged.len() <= h {
+            self.staged.resize(h + 1, RqList::new());
+        }
+        self.staged[h].push_back(ctx.rqs, rq);
+        ctx.rqs[rq].elv[1] = LOC_STAGED;
+        self.rq_in_driver += 1;
+        self.gm(cg).rq_in_driver += 1;
+        if !self.staged_for.contains(&(h as u16)) {
+            self.staged_for.push(h as u16);
+        }
+    }
+
+    /// A slot of `rq`'s group comes back (completion, requeue, or a staged
+    /// request merged away).
+    fn release_slot(&mut self, ctx: &SchedCtx, rq: RqId) {
+        if let Some(q) = Self::rq_queue(ctx, rq) {
+            self.rq_in_driver = self.rq_in_driver.saturating_sub(1);
+            let cg = self.queues[q as usize].group;
+            let g = self.gm(cg);
+            g.rq_in_driver = g.rq_in_driver.saturating_sub(1);
+        }
+    }
+
+    /// blk-mq: a staged request leaves its list (handed out or merged).
+    fn unstage(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        let h = ctx.rqs[rq].hctx as usize;
+        if let Some(l) = self.staged.get_mut(h) {
+            l.remove(ctx.rqs, rq);
+        }
+        ctx.rqs[rq].elv[1] = LOC_NONE;
     }
 
     /// One round-robin pass over a group's queues from its cursor, one
@@ -319,7 +403,11 @@ impl Tpps {
 
 impl Elevator for Tpps {
     fn name(&self) -> &'static str {
-        "tpps"
+        if self.mq {
+            "tpps-mq"
+        } else {
+            "tpps"
+        }
     }
 
     fn init(&mut self, q: &QueueInfo) {
@@ -364,8 +452,13 @@ impl Elevator for Tpps {
         let Some(q) = Self::rq_queue(ctx, rq) else {
             return;
         };
-        if ctx.rqs[rq].elv[1] == LOC_QUEUED {
-            self.remove_request(ctx, q, rq);
+        match ctx.rqs[rq].elv[1] {
+            LOC_QUEUED => self.remove_request(ctx, q, rq),
+            LOC_STAGED => {
+                self.unstage(ctx, rq);
+                self.release_slot(ctx, rq);
+            }
+            _ => {}
         }
         let cq = &mut self.queues[q as usize];
         cq.allocated = cq.allocated.saturating_sub(1);
@@ -374,7 +467,7 @@ impl Elevator for Tpps {
     }
 
     /// `tpps_insert_request`: FIFO tail of the process's queue.
-    fn insert(&mut self, ctx: &mut SchedCtx, rq: RqId, _at_head: bool) {
+    fn insert(&mut self, ctx: &mut SchedCtx, rq: RqId, at_head: bool) {
         let q = match Self::rq_queue(ctx, rq) {
             Some(q) if self.queues[q as usize].live => q,
             _ => {
@@ -385,7 +478,13 @@ impl Elevator for Tpps {
         if ctx.rqs[rq].elv[1] == LOC_QUEUED {
             return;
         }
-        self.queues[q as usize].fifo.push_back(ctx.rqs, rq);
+        // Legacy inserts are always at the tail (requeues go to the core's
+        // dispatch list); blk-mq re-inserts a requeued request at the head.
+        if at_head && self.mq {
+            self.queues[q as usize].fifo.push_front(ctx.rqs, rq);
+        } else {
+            self.queues[q as usize].fifo.push_back(ctx.rqs, rq);
+        }
         ctx.rqs[rq].elv[1] = LOC_QUEUED;
         let cg = self.queues[q as usize].group;
         self.gm(cg).rq_queued += 1;
@@ -401,9 +500,39 @@ impl Elevator for Tpps {
         }
     }
 
-    /// `tpps_queue_empty` negated.
-    fn has_work(&self, _hctx: u16) -> bool {
+    /// blk-mq: the head of this hardware queue's staging list, after a
+    /// quota pass when it is empty (the other hardware queues that got
+    /// requests in the pass are run).
+    fn dispatch(&mut self, ctx: &mut SchedCtx, hctx: u16) -> Option<RqId> {
+        let h = hctx as usize;
+        if self.staged.get(h).is_none_or(|l| l.is_empty()) {
+            self.staged_for.clear();
+            self.dispatch_quota(ctx);
+            for i in 0..self.staged_for.len() {
+                if self.staged_for[i] != hctx {
+                    ctx.kick_hctx(self.staged_for[i]);
+                }
+            }
+        }
+        let rq = self.staged.get_mut(h)?.pop_front(ctx.rqs)?;
+        ctx.rqs[rq].elv[1] = LOC_NONE;
+        Some(rq)
+    }
+
+    /// `tpps_queue_empty` negated (blk-mq: or requests staged for `hctx`).
+    fn has_work(&self, hctx: u16) -> bool {
         self.dispatched > 0
+            || self
+                .staged
+                .get(hctx as usize)
+                .is_some_and(|l| !l.is_empty())
+    }
+
+    /// blk-mq: the requeued request's slot comes back; the core re-inserts it.
+    fn requeue_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        if self.mq {
+            self.release_slot(ctx, rq);
+        }
     }
 
     fn activate_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
@@ -415,12 +544,7 @@ impl Elevator for Tpps {
     }
 
     fn deactivate_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
-        if let Some(q) = Self::rq_queue(ctx, rq) {
-            self.rq_in_driver = self.rq_in_driver.saturating_sub(1);
-            let cg = self.queues[q as usize].group;
-            let g = self.gm(cg);
-            g.rq_in_driver = g.rq_in_driver.saturating_sub(1);
-        }
+        self.release_slot(ctx, rq);
     }
 
     /// `tpps_completed_request`: with nothing left in the driver, run the
@@ -447,6 +571,11 @@ impl Elevator for Tpps {
 
     /// `tpps_merged_requests`: `next` leaves its queue.
     fn requests_merged(&mut self, ctx: &mut SchedCtx, _rq: RqId, next: RqId) {
+        if ctx.rqs[next].elv[1] == LOC_STAGED {
+            self.unstage(ctx, next);
+            self.release_slot(ctx, next);
+            return;
+        }
         if ctx.rqs[next].elv[1] != LOC_QUEUED {
             return;
         }

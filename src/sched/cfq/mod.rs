@@ -55,6 +55,10 @@ use crate::block::request::{flags, RqId, RqList, NIL};
 use crate::cgroup::{weight_file_for, CgroupTree, IoPrio, IoPrioClass, WeightPolicy};
 use crate::sim::time::{NS_PER_JIFFY, NS_PER_SEC};
 use attrs::*;
+
+/// The first kernel whose CFQ sets slice_idle = 0 on non-rotational queues
+/// at registration (`cfq_registered_queue`; version from memory).
+pub const IOPS_MODE_ON_SSD_SINCE: crate::kernel::Version = crate::kernel::Version::new(4, 8, 0);
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use attrs::CFQ_ATTRS;
@@ -1915,9 +1919,13 @@ impl Elevator for Cfq {
     }
 
     fn init(&mut self, q: &QueueInfo) {
-        // cfq_registered_queue: no idling by default on non-rotational queues.
+        // cfq_registered_queue: no idling by default on non-rotational
+        // queues. It arrived in 4.8 (from memory: "block: Make CFQ default
+        // to IOPS mode on SSDs"); older kernels (E4's 2.6.39) keep
+        // slice_idle at 8 ms on SSDs, where only the NCQ check
+        // (nonrot && hw_tag) and seekiness turn idling off.
         self.nonrot = !q.rotational;
-        if self.nonrot {
+        if self.nonrot && q.kernel >= IOPS_MODE_ON_SSD_SINCE {
             self.slice_idle = 0;
         }
     }

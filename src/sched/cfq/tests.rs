@@ -206,3 +206,26 @@ fn ncq_is_detected_after_50_deep_samples() {
     assert_eq!(h.sched.hw_tag(), 1);
     h.drain();
 }
+
+#[test]
+fn ssds_idle_by_default_before_4_8_only() {
+    // cfq_registered_queue (4.8 on) zeroes slice_idle on non-rotational
+    // queues; 2.6.39 kept 8 ms (2 jiffies at HZ=250), a disk keeps it always.
+    let slice_idle = |kernel: crate::kernel::Version, rotational: bool| {
+        let mut q = QueueInfo::new(1, 1, 32, crate::block::LEGACY_NR_REQUESTS);
+        q.rotational = rotational;
+        q.kernel = kernel;
+        let mut c = Cfq::new();
+        c.init(&q);
+        c.tunables()
+            .into_iter()
+            .find(|t| t.name == "slice_idle")
+            .map(|t| t.value)
+            .expect("slice_idle listed")
+    };
+    let old = crate::kernel::Version::new(2, 6, 39);
+    assert_eq!(slice_idle(old, false), "8");
+    assert_eq!(slice_idle(IOPS_MODE_ON_SSD_SINCE, false), "0");
+    assert_eq!(slice_idle(crate::kernel::NEWEST, false), "0");
+    assert_eq!(slice_idle(crate::kernel::NEWEST, true), "8");
+}

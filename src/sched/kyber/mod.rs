@@ -32,11 +32,22 @@
 //! - No queue-wide lock: inserts and bio merges take their CPU's kcq lock,
 //!   dispatch the hardware queue's lock (and each flushed kcq's lock),
 //!   completions only per-CPU counters and the token bitmap's atomics.
+//!
+//! Kernels before 4.18 (`--kernel 4.12`, the source documents' E2 and E3)
+//! ran kyber's first algorithm ([`v412`]): three domains (read, sync write,
+//! other), mean I/O latency over 10 / 100 ms statistics windows and the
+//! read/write fairness rules of `kyber_adjust_rw_depth`; the requests sat in
+//! blk-mq's software queues, all flushed to the domain lists whenever the
+//! served domain's list was empty. The heuristics were replaced by the
+//! histograms and the software queues by kcqs in 4.18 (commits "kyber:
+//! implement improved heuristics" and "block: kyber: make kyber more
+//! friendly with merging"; the version is from memory).
 
 pub mod latency;
 #[cfg(test)]
 mod tests;
 pub mod tokens;
+pub mod v412;
 
 use crate::block::cpu::HookLock;
 use crate::block::elevator::{
@@ -44,6 +55,7 @@ use crate::block::elevator::{
     Hook, MergeKind, QueueInfo, SchedCtx, Tunable,
 };
 use crate::block::request::{flags, Op, Request, RequestArena, RqId, RqList};
+use crate::kernel::Version;
 use crate::sim::time::{self, Ns, HZ, NS_PER_JIFFY, NS_PER_MS, NS_PER_SEC};
 use latency::{Latency, Rescale, MEASURED};
 use tokens::{TokenPool, WAIT_QUEUES};
@@ -69,6 +81,9 @@ pub const ASYNC_PERCENT: u32 = 75;
 const TIMER_JIFFIES: u64 = HZ / 10;
 /// KCQ merge scan depth (`blk_bio_list_merge`: the newest 8 requests).
 const MERGE_SCAN: usize = 8;
+/// The first kernel with the histogram heuristics, the DISCARD domain and
+/// kcqs (from memory: the 4.18 merge window).
+pub const HEURISTICS_SINCE: Version = Version::new(4, 18, 0);
 
 /// `kyber_sched_domain(op)`.
 pub fn domain_of(op: Op) -> usize {
@@ -172,6 +187,16 @@ pub struct Kyber {
     nr_cpus: usize,
     /// Every depth change, for tests and inspection: (time, domain, depth).
     pub depth_log: DepthLog,
+    /// The pre-4.18 algorithm ([`v412`]) instead of the histograms.
+    v412: bool,
+    /// Domains in use (4, or 3 before 4.18), their maximum depths and
+    /// batch sizes.
+    ndomains: usize,
+    max_depth: [u32; DOMAINS],
+    batch: [u32; DOMAINS],
+    /// v4.12: the statistics window's samples (while `timer_at` is set the
+    /// window is open: `blk_stat_is_active`).
+    window: v412::Window,
 }
 
 /// The last depth changes (bounded: memory does not grow with run time).
@@ -239,9 +264,22 @@ impl Kyber {
     }
 
     fn with_cpus(nr_cpus: usize) -> Kyber {
+        Kyber::of_kernel(nr_cpus, crate::kernel::NEWEST)
+    }
+
+    /// kyber as kernel `v` had it: the v4.12 layout and rules before 4.18.
+    fn of_kernel(nr_cpus: usize, v: Version) -> Kyber {
+        let v412 = v < HEURISTICS_SINCE;
+        let (ndomains, max_depth, batch) = if v412 {
+            let m = v412::MAX_DEPTH;
+            let b = v412::BATCH_SIZE;
+            (v412::DOMAINS, [m[0], m[1], m[2], 1], [b[0], b[1], b[2], 1])
+        } else {
+            (DOMAINS, MAX_DEPTH, BATCH_SIZE)
+        };
         Kyber {
             tokens: std::array::from_fn(|d| {
-                TokenPool::new(MAX_DEPTH[d], nr_cpus, 0x6b79_6265_7200 + d as u64)
+                TokenPool::new(max_depth[d], nr_cpus, 0x6b79_6265_7200 + d as u64)
             }),
             khds: vec![Khd::new(vec![0])],
             latency: Latency::new(nr_cpus),
@@ -253,6 +291,29 @@ impl Kyber {
             rescales: Vec::new(),
             nr_cpus: nr_cpus.max(1),
             depth_log: DepthLog::default(),
+            v412,
+            ndomains,
+            max_depth,
+            batch,
+            window: v412::Window::default(),
+        }
+    }
+
+    /// Whether this is the pre-4.18 kyber.
+    pub fn is_v412(&self) -> bool {
+        self.v412
+    }
+
+    /// The domain of a request or bio: `kyber_sched_domain(op)`, or before
+    /// 4.18 `rq_sched_domain` (reads, sync writes, everything else).
+    fn domain(&self, op: Op, rq_flags: u32) -> usize {
+        if !self.v412 {
+            return domain_of(op);
+        }
+        match op {
+            Op::Read => v412::READ,
+            Op::Write if crate::block::request::op_is_sync(op, rq_flags) => v412::SYNC_WRITE,
+            _ => v412::OTHER,
         }
     }
 
@@ -336,8 +397,8 @@ impl Kyber {
         }
         let nr = (r.elv[0] - 1) as u32;
         r.elv[0] = 0;
-        let d = domain_of(r.op);
-        let cpu = r.cpu;
+        let (op, rq_flags, cpu) = (r.op, r.flags, r.cpu);
+        let d = self.domain(op, rq_flags);
         self.woken.clear();
         self.tokens[d].clear(nr, cpu, &mut self.woken);
         for i in 0..self.woken.len() {
@@ -405,6 +466,116 @@ impl Kyber {
         None
     }
 
+    /// The current domain's request, as the run's kernel picks it.
+    fn dispatch_domain(
+        &mut self,
+        ctx: &mut SchedCtx,
+        h: usize,
+        flushed: &mut bool,
+    ) -> Option<RqId> {
+        if self.v412 {
+            self.dispatch_cur_domain_v412(ctx, h, flushed)
+        } else {
+            self.dispatch_cur_domain(ctx, h)
+        }
+    }
+
+    /// v4.12 `kyber_dispatch_cur_domain`: with nothing pending in the
+    /// domain's list, flush every software queue once (all domains,
+    /// `kyber_flush_busy_ctxs`), then take the head if a token is free.
+    fn dispatch_cur_domain_v412(
+        &mut self,
+        ctx: &mut SchedCtx,
+        h: usize,
+        flushed: &mut bool,
+    ) -> Option<RqId> {
+        let d = self.khds[h].cur_domain;
+        if self.khds[h].rqs[d].is_empty() && !*flushed {
+            self.flush_all_v412(ctx, h);
+            *flushed = true;
+        }
+        let head = self.khds[h].rqs[d].front()?;
+        let cpu = ctx.rqs[head].cpu;
+        let nr = self.get_token(h, cpu)?;
+        self.take_head(ctx, h, d, nr)
+    }
+
+    /// `blk_mq_flush_busy_ctxs` + sorting by domain: every busy software
+    /// queue (one lock each) to the tail of its domains' lists, in queue
+    /// order.
+    fn flush_all_v412(&mut self, ctx: &mut SchedCtx, h: usize) {
+        let nslots = self.khds[h].kcqs.len();
+        for slot in 0..nslots {
+            let khd = &mut self.khds[h];
+            let (w, b) = (slot / 64, slot % 64);
+            let busy = (0..self.ndomains).any(|d| khd.kcq_map[d][w] & (1 << b) != 0);
+            if !busy {
+                continue;
+            }
+            ctx.lock_hop(HookLock::Ctx(khd.slot_cpu[slot]));
+            for d in 0..self.ndomains {
+                let mut list = khd.kcqs[slot][d];
+                let mut id = list.head;
+                while id != crate::block::request::NIL {
+                    set_loc(&mut ctx.rqs[id], LOC_HCTX, d, 0);
+                    id = ctx.rqs[id].next;
+                }
+                khd.rqs[d].append(ctx.rqs, &mut list);
+                khd.kcqs[slot][d] = list;
+                khd.set_busy(d, slot, false);
+            }
+        }
+    }
+
+    /// v4.12 `kyber_completed_request` then `blk_stat_add`: a read or sync
+    /// write over its target opens a 10 ms statistics window when none is
+    /// open; every completion while one is open is a sample.
+    fn completed_v412(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        let r = &ctx.rqs[rq];
+        let d = self.domain(r.op, r.flags);
+        let io = ctx.now.saturating_sub(r.dispatch_ns);
+        if self.timer_at.is_none() && d < v412::OTHER && io > self.targets[d] {
+            self.open_window(ctx, v412::FIRST_WINDOW_MS);
+        }
+        if self.timer_at.is_some() {
+            self.window.add(d, io);
+        }
+    }
+
+    /// `blk_stat_activate_msecs`: the window closes `ms` (in whole jiffies,
+    /// rounded up) after the current jiffy; its samples start empty.
+    fn open_window(&mut self, ctx: &mut SchedCtx, ms: u64) {
+        let at = time::jiffies(ctx.now) * NS_PER_JIFFY + time::ms_to_jiffies_ns(ms);
+        self.window = v412::Window::default();
+        self.timer_at = Some(at);
+        self.timer_token += 1;
+        ctx.arm_timer(at, self.timer_token);
+    }
+
+    /// `kyber_stat_timer_fn`: grade the window's means and move the depths.
+    fn stat_timer_v412(&mut self, ctx: &mut SchedCtx) {
+        use v412::{OTHER, READ as R, SYNC_WRITE as W};
+        let w = std::mem::take(&mut self.window);
+        let read = w.status(R, self.targets[R]);
+        let write = w.status(W, self.targets[W]);
+        let depth_r = v412::adjust_rw_depth(self.depth(R), self.max_depth[R], read, write);
+        let depth_w = v412::adjust_rw_depth(self.depth(W), self.max_depth[W], write, read);
+        let have_other = w.nr[OTHER] != 0;
+        let depth_o = v412::adjust_other_depth(
+            self.depth(OTHER),
+            self.max_depth[OTHER],
+            read,
+            write,
+            have_other,
+        );
+        self.resize(ctx.now, R, depth_r);
+        self.resize(ctx.now, W, depth_w);
+        self.resize(ctx.now, OTHER, depth_o);
+        if v412::keep_monitoring(read, write, self.depth(OTHER)) {
+            self.open_window(ctx, v412::NEXT_WINDOW_MS);
+        }
+    }
+
     // ----- timer --------------------------------------------------------
 
     /// `timer_reduce(&timer, jiffies + HZ / 10)`: arm, or bring forward.
@@ -420,7 +591,7 @@ impl Kyber {
 
     /// `kyber_resize_domain`.
     fn resize(&mut self, now: Ns, d: usize, depth: u32) {
-        let depth = depth.clamp(1, MAX_DEPTH[d]);
+        let depth = depth.clamp(1, self.max_depth[d]);
         if depth != self.tokens[d].depth() {
             self.tokens[d].resize(depth);
             self.depth_log.push(now, d, depth);
@@ -483,7 +654,7 @@ impl Elevator for Kyber {
     /// `kyber_init_sched` + `kyber_init_hctx` for every hardware queue.
     fn init(&mut self, q: &QueueInfo) {
         let targets = self.targets;
-        *self = Kyber::with_cpus(q.nr_cpus());
+        *self = Kyber::of_kernel(q.nr_cpus(), q.kernel);
         self.targets = targets;
         let mut slot_cpus: Vec<Vec<u16>> =
             q.hctx_nr_ctx.iter().map(|&n| vec![0; n as usize]).collect();
@@ -502,6 +673,8 @@ impl Elevator for Kyber {
     }
 
     /// `kyber_depth_updated`: async_depth = 75 % of nr_requests (v6.17).
+    /// (v4.12 took 75 % of one sched-tag bitmap word, a per-word shallow
+    /// depth: the same share of the whole bitmap.)
     fn depth_updated(&mut self, q: &QueueInfo) {
         self.async_depth = q.nr_requests * ASYNC_PERCENT / 100;
     }
@@ -539,11 +712,11 @@ impl Elevator for Kyber {
     /// `kyber_insert_requests`: to the kcq of the request's CPU, domain
     /// list, head or tail; mark the kcq busy.
     fn insert(&mut self, ctx: &mut SchedCtx, rq: RqId, at_head: bool) {
-        let (op, cpu, hctx) = {
+        let (op, rq_flags, cpu, hctx) = {
             let r = &ctx.rqs[rq];
-            (r.op, r.cpu, r.hctx)
+            (r.op, r.flags, r.cpu, r.hctx)
         };
-        let d = domain_of(op);
+        let d = self.domain(op, rq_flags);
         let h = self.khd_index(hctx);
         let slot = Self::slot_of(ctx.q, cpu).min(self.khds[h].kcqs.len() - 1);
         let khd = &mut self.khds[h];
@@ -563,16 +736,18 @@ impl Elevator for Kyber {
     fn dispatch(&mut self, ctx: &mut SchedCtx, hctx: u16) -> Option<RqId> {
         let h = self.khd_index(hctx);
         let cur = self.khds[h].cur_domain;
-        if self.khds[h].batching < BATCH_SIZE[cur] {
-            if let Some(rq) = self.dispatch_cur_domain(ctx, h) {
+        // v4.12: the software queues are flushed at most once per call.
+        let mut flushed = false;
+        if self.khds[h].batching < self.batch[cur] {
+            if let Some(rq) = self.dispatch_domain(ctx, h, &mut flushed) {
                 return Some(rq);
             }
         }
         self.khds[h].batching = 0;
-        for _ in 0..DOMAINS {
+        for _ in 0..self.ndomains {
             let k = &mut self.khds[h];
-            k.cur_domain = (k.cur_domain + 1) % DOMAINS;
-            if let Some(rq) = self.dispatch_cur_domain(ctx, h) {
+            k.cur_domain = (k.cur_domain + 1) % self.ndomains;
+            if let Some(rq) = self.dispatch_domain(ctx, h, &mut flushed) {
                 return Some(rq);
             }
         }
@@ -587,6 +762,9 @@ impl Elevator for Kyber {
     /// histograms of the domain (not for OTHER), and the timer at most
     /// 100 ms ahead.
     fn completed_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        if self.v412 {
+            return self.completed_v412(ctx, rq);
+        }
         let r = &ctx.rqs[rq];
         let d = domain_of(r.op);
         if d >= MEASURED {
@@ -612,7 +790,7 @@ impl Elevator for Kyber {
         let h = self.khd_index(bio.hctx);
         let khd = &self.khds[h];
         let slot = Self::slot_of(ctx.q, bio.cpu).min(khd.kcqs.len() - 1);
-        let list = &khd.kcqs[slot][domain_of(bio.op)];
+        let list = &khd.kcqs[slot][self.domain(bio.op, bio.flags)];
         let mut id = list.tail;
         for _ in 0..MERGE_SCAN {
             if id == crate::block::request::NIL {
@@ -641,6 +819,9 @@ impl Elevator for Kyber {
             return;
         }
         self.timer_at = None;
+        if self.v412 {
+            return self.stat_timer_v412(ctx);
+        }
         let mut out = std::mem::take(&mut self.rescales);
         out.clear();
         self.latency.timer(ctx.jiffies(), &mut out);

@@ -363,3 +363,112 @@ fn histogram_constants_match_the_kernel() {
     assert_eq!(MAX_DEPTH, [256, 128, 64, 16]);
     assert_eq!(BATCH_SIZE, [16, 8, 1, 1]);
 }
+
+// ----- kyber before 4.18 (v412) ------------------------------------------
+
+fn harness_412() -> Harness<Kyber> {
+    let mut q = QueueInfo::new(1, 1, 32, 64);
+    q.kernel = crate::kernel::Version::new(4, 12, 0);
+    Harness::with_queue(Kyber::new(), q)
+}
+
+/// A synchronous write (O_DIRECT), inserted.
+fn sync_write(h: &mut Harness<Kyber>, sector: u64) -> RqId {
+    let id = h.alloc(Op::Write, sector, 8);
+    h.rqs[id].flags |= flags::SYNC;
+    h.insert(id, false);
+    id
+}
+
+/// Dispatch `id` now and complete it `io` ns later.
+fn run_one(h: &mut Harness<Kyber>, id: RqId, io: Ns) {
+    assert_eq!(h.dispatch(), Some(id));
+    h.now += io;
+    h.finish(id);
+}
+
+#[test]
+fn v412_has_three_domains_and_async_writes_go_to_other() {
+    let mut h = harness_412();
+    assert!(h.sched.is_v412());
+    let reads: Vec<RqId> = (0..20).map(|i| h.read(i * 8, 8)).collect();
+    let syncw: Vec<RqId> = (0..10)
+        .map(|i| sync_write(&mut h, 10_000 + i * 8))
+        .collect();
+    let asyncw: Vec<RqId> = (0..10).map(|i| h.write(20_000 + i * 8, 8)).collect();
+    let d = h.insert_new(Op::Discard, 50_000, 8, false);
+    let out = h.dispatch_all();
+    // READ 16, SYNC_WRITE 8, OTHER 8 (async writes then the discard, in
+    // arrival order), READ 4, SYNC_WRITE 2, OTHER 3.
+    let mut want = reads[..16].to_vec();
+    want.extend(&syncw[..8]);
+    want.extend(&asyncw[..8]);
+    want.extend(&reads[16..]);
+    want.extend(&syncw[8..]);
+    want.extend(&asyncw[8..]);
+    want.push(d);
+    assert_eq!(out, want);
+    h.finish_all();
+    assert_eq!(h.sched.depth(v412::OTHER), 64);
+}
+
+#[test]
+fn v412_slow_reads_shrink_good_sync_writes_and_the_loss_stays() {
+    let mut h = harness_412();
+    // Fast completions open no window.
+    let w = sync_write(&mut h, 0);
+    run_one(&mut h, w, 100 * NS_PER_US);
+    assert_eq!(h.pending_timers(), 0);
+    // A read over 2 ms opens a 10 ms window (3 jiffies at HZ=250) and is
+    // its first sample.
+    let r = h.read(1000, 8);
+    run_one(&mut h, r, 3 * NS_PER_MS);
+    assert_eq!(h.pending_timers(), 1);
+    let w = sync_write(&mut h, 8);
+    run_one(&mut h, w, 200 * NS_PER_US);
+    h.advance_ms(12);
+    // Reads BAD (mean 3 ms), writes GREAT: writes lose 1/4; the bad read
+    // domain grows (capped at 256); another, 100 ms window opens.
+    assert_eq!(h.sched.depth(v412::SYNC_WRITE), 96);
+    assert_eq!(h.sched.depth(v412::READ), 256);
+    assert_eq!(h.pending_timers(), 1);
+    // Awful reads (mean >= 4 ms) against great writes: halved.
+    let r = h.read(2000, 8);
+    run_one(&mut h, r, 5 * NS_PER_MS);
+    let w = sync_write(&mut h, 16);
+    run_one(&mut h, w, 100 * NS_PER_US);
+    h.advance_ms(100);
+    assert_eq!(h.sched.depth(v412::SYNC_WRITE), 48);
+    // Both good: nothing moves and monitoring stops; the depth stays lost.
+    let r = h.read(3000, 8);
+    run_one(&mut h, r, 100 * NS_PER_US);
+    let w = sync_write(&mut h, 24);
+    run_one(&mut h, w, 100 * NS_PER_US);
+    h.advance_ms(100);
+    assert_eq!(h.pending_timers(), 0);
+    h.advance_ms(1000);
+    assert_eq!(h.sched.depth(v412::SYNC_WRITE), 48);
+}
+
+#[test]
+fn v412_window_without_reads_gives_writes_one_back() {
+    let mut h = harness_412();
+    let r = h.read(0, 8);
+    run_one(&mut h, r, 5 * NS_PER_MS);
+    let w = sync_write(&mut h, 8);
+    run_one(&mut h, w, 100 * NS_PER_US);
+    h.advance_ms(12);
+    assert_eq!(h.sched.depth(v412::SYNC_WRITE), 64, "awful vs great");
+    // The next (100 ms) window sees only writes: +1.
+    let w = sync_write(&mut h, 16);
+    run_one(&mut h, w, 100 * NS_PER_US);
+    h.advance_ms(100);
+    assert_eq!(h.sched.depth(v412::SYNC_WRITE), 65);
+    // 1 s targets: nothing is ever over target, no window opens.
+    let mut h = harness_412();
+    h.sched.set_tunable("read_lat_nsec", "1000000000").unwrap();
+    let r = h.read(0, 8);
+    run_one(&mut h, r, 500 * NS_PER_MS);
+    assert_eq!(h.pending_timers(), 0);
+    assert_eq!(h.sched.depth_log.changes, 0);
+}
