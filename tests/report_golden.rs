@@ -97,6 +97,8 @@ fn meta() -> ElevatorMeta {
         disk_stats: None,
         kernel: None,
         page_cache: None,
+        fs: None,
+        requests: Vec::new(),
     }
 }
 

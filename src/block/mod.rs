@@ -23,6 +23,7 @@ pub mod stat;
 pub mod sysfs;
 #[cfg(test)]
 pub(crate) mod testkit;
+pub mod trace;
 
 use crate::cgroup::{CgroupTree, IoPrio};
 use crate::kernel::{DispatchLoop, Era};
@@ -270,6 +271,8 @@ pub struct BlockLayer {
     dev_budget: bool,
     /// The kernel era whose dispatch loop and defaults the queue follows.
     era: Era,
+    /// Issued requests, when a run traces them (trace.rs).
+    pub trace: Option<trace::Trace>,
 }
 
 /// What the core needs to know about the attached elevator on every request.
@@ -389,6 +392,7 @@ impl BlockLayer {
             dev_clock: 0,
             dev_budget: limits.budget && era.scsi_budget,
             era,
+            trace: None,
         };
         let max_hw = limits.max_hw_sectors_kb;
         let max_kb = match bl.knobs.max_sectors_kb {
@@ -1051,6 +1055,9 @@ impl BlockLayer {
         match self.device.submit(self.dev_clock, &cmd, &mut self.dev_out) {
             Submit::Accepted => {
                 self.rqs[rq].dispatch_ns = self.dev_clock;
+                if let Some(t) = self.trace.as_mut() {
+                    t.record(self.dev_clock, &self.rqs[rq]);
+                }
                 // blk_mq_start_request: rq_qos_issue.
                 if !self.qos.is_empty() {
                     self.qos_issue(env, rq);

@@ -72,6 +72,22 @@ pub struct ElevatorMeta {
     /// The page cache over the run when some job did buffered I/O,
     /// printed as `"page_cache"` (absent for direct I/O).
     pub page_cache: Option<PageCacheReport>,
+    /// The file system (`--mount`): its journal's work, printed as `"fs"`.
+    pub fs: Option<FsReport>,
+    /// Requests the driver took, when the run traced them (printed as
+    /// `"requests"`).
+    pub requests: Vec<crate::block::trace::TracedRq>,
+}
+
+/// What the mounted file system did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FsReport {
+    /// `--mount` as given.
+    pub mount: String,
+    pub journal: crate::fs::jbd2::JournalStats,
+    /// Where the journal is: first sector and length in 4 KiB blocks.
+    pub journal_start_sector: u64,
+    pub journal_blocks: u64,
 }
 
 /// The page-cache view of a buffered run.
