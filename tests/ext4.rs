@@ -229,3 +229,48 @@ fn bad_mount_options_are_input_errors() {
     let e = elevator::run::run(&s).unwrap_err().to_string();
     assert!(e.contains("mount") && e.contains("data=journal"), "{e}");
 }
+
+/// The command line: `--mount` is documented, checked, and its run
+/// reports the journal.
+#[test]
+fn the_command_line_takes_mount() {
+    use std::process::Command;
+    let bin = env!("CARGO_BIN_EXE_elevator");
+    let out = |args: &[&str]| {
+        let o = Command::new(bin).args(args).output().expect("elevator runs");
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, help, _) = out(&["run", "--help"]);
+    assert_eq!(code, 0);
+    assert!(help.contains("--mount") && help.contains("journal_async_commit"), "{help}");
+    let job = [
+        "run",
+        "--name=a",
+        "--rw=randwrite",
+        "--bs=4k",
+        "--size=1m",
+        "--io_size=16k",
+        "--fsync=1",
+        "--no-progress",
+        "--device=sata-ssd",
+        "--output-format=json",
+    ];
+    let mut bad = job.to_vec();
+    bad.push("--mount=ext4:commit=soon");
+    let (code, _, err) = out(&bad);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--mount") && err.contains("commit=soon"), "{err}");
+    let mut good = job.to_vec();
+    good.push("--mount=ext4:nobarrier");
+    let (code, json, err) = out(&good);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let fs = &v["elevator"]["fs"];
+    assert_eq!(fs["mount"], "ext4:nobarrier");
+    assert_eq!(fs["sync_commits"], 4, "{fs}");
+    assert_eq!(v["elevator"]["spec"]["mount"], "ext4:nobarrier");
+}
