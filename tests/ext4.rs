@@ -237,7 +237,10 @@ fn the_command_line_takes_mount() {
     use std::process::Command;
     let bin = env!("CARGO_BIN_EXE_elevator");
     let out = |args: &[&str]| {
-        let o = Command::new(bin).args(args).output().expect("elevator runs");
+        let o = Command::new(bin)
+            .args(args)
+            .output()
+            .expect("elevator runs");
         (
             o.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -246,7 +249,10 @@ fn the_command_line_takes_mount() {
     };
     let (code, help, _) = out(&["run", "--help"]);
     assert_eq!(code, 0);
-    assert!(help.contains("--mount") && help.contains("journal_async_commit"), "{help}");
+    assert!(
+        help.contains("--mount") && help.contains("journal_async_commit"),
+        "{help}"
+    );
     let job = [
         "run",
         "--name=a",
@@ -263,7 +269,10 @@ fn the_command_line_takes_mount() {
     bad.push("--mount=ext4:commit=soon");
     let (code, _, err) = out(&bad);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--mount") && err.contains("commit=soon"), "{err}");
+    assert!(
+        err.contains("--mount") && err.contains("commit=soon"),
+        "{err}"
+    );
     let mut good = job.to_vec();
     good.push("--mount=ext4:nobarrier");
     let (code, json, err) = out(&good);

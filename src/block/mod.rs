@@ -24,6 +24,7 @@ pub mod sysfs;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub mod trace;
+pub mod wbt;
 
 use crate::cgroup::{CgroupTree, IoPrio};
 use crate::kernel::{DispatchLoop, Era};
@@ -410,6 +411,17 @@ impl BlockLayer {
         bl.q.nomerges = bl.knobs.nomerges;
         let user_nr = bl.knobs.nr_requests;
         bl.attach(scheduler, user_nr)?;
+        if era.version >= crate::kernel::Version::new(4, 10, 0) {
+            // WBT is set up at disk registration (wbt_enable_default, 4.10+).
+            let lat = bl
+                .knobs
+                .wbt_lat_usec
+                .map(|us| us * crate::sim::time::NS_PER_US);
+            let depth = bl.q.queue_depth;
+            bl.qos
+                .add(Box::new(wbt::Wbt::new(bl.q.rotational, lat, depth)))?;
+            bl.qos.elevator_changed(scheduler.name);
+        }
         // Every iosched/ setting must name a tunable of at least one scheduler of the run;
         // the caller checks the switch targets, we check the initial one here.
         Ok(bl)
@@ -516,6 +528,10 @@ impl BlockLayer {
     }
     pub fn knobs(&self) -> &QueueKnobs {
         &self.knobs
+    }
+    /// `queue/wbt_lat_usec` as it reads: 0 without WBT or with it off.
+    pub fn wbt_lat_usec(&self) -> u64 {
+        self.qos.attr("wbt_lat_usec").unwrap_or(0)
     }
     /// Current tunables of the attached elevator.
     pub fn tunables(&self) -> Vec<Tunable> {
@@ -1544,6 +1560,7 @@ impl BlockLayer {
                 .expect("none with its default nr_requests always attaches");
         }
         self.inv.switches += 1;
+        self.qos.elevator_changed(self.elv_type.name);
         let pending = self.switch_log.iter_mut().rev();
         if let Some(ev) = pending
             .into_iter()

@@ -791,6 +791,10 @@ impl Simulation {
                 (self.block.queue_info().rotational as u8).to_string(),
             ),
             (
+                "wbt_lat_usec".to_string(),
+                self.block.wbt_lat_usec().to_string(),
+            ),
+            (
                 "write_cache".to_string(),
                 if self.block.write_cache() {
                     "write back"
