@@ -35,13 +35,41 @@ const ALL: &[(&str, &str)] = &[
 ];
 
 const ROWS: &[Row] = &[
-    Row { name: "defaults", mount: "ext4", sets: &[] },
-    Row { name: "all of seed 003", mount: BUILD_MOUNT, sets: ALL },
-    Row { name: "ext4 options", mount: BUILD_MOUNT, sets: &[] },
-    Row { name: "dirty ratios 60/80", mount: "ext4", sets: VM_RATIOS },
-    Row { name: "expire 120 s, interval 60 s", mount: "ext4", sets: VM_EXPIRE },
-    Row { name: "nr_requests 1024", mount: "ext4", sets: &[("nr_requests", "1024")] },
-    Row { name: "read_ahead_kb 512", mount: "ext4", sets: &[("read_ahead_kb", "512")] },
+    Row {
+        name: "defaults",
+        mount: "ext4",
+        sets: &[],
+    },
+    Row {
+        name: "all of seed 003",
+        mount: BUILD_MOUNT,
+        sets: ALL,
+    },
+    Row {
+        name: "ext4 options",
+        mount: BUILD_MOUNT,
+        sets: &[],
+    },
+    Row {
+        name: "dirty ratios 60/80",
+        mount: "ext4",
+        sets: VM_RATIOS,
+    },
+    Row {
+        name: "expire 120 s, interval 60 s",
+        mount: "ext4",
+        sets: VM_EXPIRE,
+    },
+    Row {
+        name: "nr_requests 1024",
+        mount: "ext4",
+        sets: &[("nr_requests", "1024")],
+    },
+    Row {
+        name: "read_ahead_kb 512",
+        mount: "ext4",
+        sets: &[("read_ahead_kb", "512")],
+    },
 ];
 
 fn run(row: &Row) -> RunReport {
@@ -99,12 +127,16 @@ fn e7_table() {
             w,
             (w / base - 1.0) * 100.0,
             fs.journal.commits,
-            r.elevator
-                .disk_stats
-                .as_ref()
-                .map_or(0, |d| d.named().into_iter().find(|(k, _)| *k == "flush_ios").map_or(0, |x| x.1)),
+            r.elevator.disk_stats.as_ref().map_or(0, |d| d
+                .named()
+                .into_iter()
+                .find(|(k, _)| *k == "flush_ios")
+                .map_or(0, |x| x.1)),
             du.write_sectors as f64 * 512.0 / 1048576.0
         );
     }
-    assert!(all < base, "seed 003's tuning must cut the I/O wait: {all} vs {base}");
+    assert!(
+        all < base,
+        "seed 003's tuning must cut the I/O wait: {all} vs {base}"
+    );
 }

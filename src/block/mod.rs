@@ -411,17 +411,6 @@ impl BlockLayer {
         bl.q.nomerges = bl.knobs.nomerges;
         let user_nr = bl.knobs.nr_requests;
         bl.attach(scheduler, user_nr)?;
-        if era.version >= crate::kernel::Version::new(4, 10, 0) {
-            // WBT is set up at disk registration (wbt_enable_default, 4.10+).
-            let lat = bl
-                .knobs
-                .wbt_lat_usec
-                .map(|us| us * crate::sim::time::NS_PER_US);
-            let depth = bl.q.queue_depth;
-            bl.qos
-                .add(Box::new(wbt::Wbt::new(bl.q.rotational, lat, depth)))?;
-            bl.qos.elevator_changed(scheduler.name);
-        }
         // Every iosched/ setting must name a tunable of at least one scheduler of the run;
         // the caller checks the switch targets, we check the initial one here.
         Ok(bl)
@@ -529,6 +518,23 @@ impl BlockLayer {
     pub fn knobs(&self) -> &QueueKnobs {
         &self.knobs
     }
+    /// WBT as the kernel sets it up at disk registration
+    /// (`wbt_enable_default`, 4.10+); the run does this for its queue.
+    pub fn enable_wbt_default(&mut self) -> Result<(), String> {
+        if self.era.version < crate::kernel::Version::new(4, 10, 0) {
+            return Ok(());
+        }
+        let lat = self
+            .knobs
+            .wbt_lat_usec
+            .map(|us| us * crate::sim::time::NS_PER_US);
+        let w = wbt::Wbt::new(self.q.rotational, lat, self.q.queue_depth);
+        self.add_rq_qos(Box::new(w))?;
+        self.qos
+            .elevator_changed(self.elv_type.name, self.elv_type.is_legacy());
+        Ok(())
+    }
+
     /// `queue/wbt_lat_usec` as it reads: 0 without WBT or with it off.
     pub fn wbt_lat_usec(&self) -> u64 {
         self.qos.attr("wbt_lat_usec").unwrap_or(0)
@@ -1560,7 +1566,8 @@ impl BlockLayer {
                 .expect("none with its default nr_requests always attaches");
         }
         self.inv.switches += 1;
-        self.qos.elevator_changed(self.elv_type.name);
+        self.qos
+            .elevator_changed(self.elv_type.name, self.elv_type.is_legacy());
         let pending = self.switch_log.iter_mut().rev();
         if let Some(ev) = pending
             .into_iter()

@@ -177,8 +177,9 @@ pub trait RqQosPolicy {
     fn attr(&self, _name: &str) -> Option<u64> {
         None
     }
-    /// The elevator `name` was attached (BFQ turns WBT off).
-    fn elevator_changed(&mut self, _name: &str) {}
+    /// The elevator `name` was attached (BFQ turns WBT off); `legacy`: it
+    /// runs on the legacy single-queue core.
+    fn elevator_changed(&mut self, _name: &str, _legacy: bool) {}
 }
 
 struct Slot {
@@ -325,9 +326,9 @@ impl RqQos {
     pub fn attr(&self, name: &str) -> Option<u64> {
         self.policies.iter().find_map(|s| s.policy.attr(name))
     }
-    pub fn elevator_changed(&mut self, name: &str) {
+    pub fn elevator_changed(&mut self, name: &str, legacy: bool) {
         for s in self.policies.iter_mut() {
-            s.policy.elevator_changed(name);
+            s.policy.elevator_changed(name, legacy);
         }
     }
     /// Deliver a timer token armed through [`QosCtx::arm_timer`].

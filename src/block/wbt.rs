@@ -466,8 +466,10 @@ impl RqQosPolicy for Wbt {
         (name == "wbt_lat_usec").then(|| self.lat_usec())
     }
 
-    fn elevator_changed(&mut self, name: &str) {
-        self.elevator_attached(name);
+    fn elevator_changed(&mut self, name: &str, legacy: bool) {
+        // Deviation: the model's legacy core runs without WBT (4.10–4.20
+        // had it on legacy queues too, and CFQ turned it off).
+        self.elevator_attached(if legacy { "cfq" } else { name });
     }
 }
 

@@ -242,7 +242,7 @@ impl Simulation {
         let dev = device::build(&cfg.profile, stream_seed(cfg.seed, 0xdead)).map_err(input)?;
         let (cgroups, cg_ids) = build_cgroups(jobfile, &cfg)?;
         let cpus = cfg.machine.cpus as usize;
-        let block = BlockLayer::new_in(
+        let mut block = BlockLayer::new_in(
             dev,
             cfg.scheduler,
             QueueSetup {
@@ -255,6 +255,7 @@ impl Simulation {
             cfg.era,
         )
         .map_err(input)?;
+        block.enable_wbt_default().map_err(input)?;
         let layouts = workload::layout(&jobfile.jobs, block.capacity()).map_err(input)?;
         let syscalls = SyscallCosts::on(&cfg.machine);
         let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, 0x5eed));
