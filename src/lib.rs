@@ -29,6 +29,7 @@ pub mod cache;
 pub mod cgroup;
 pub mod cli;
 pub mod device;
+pub mod fs;
 pub mod job;
 pub mod kernel;
 pub mod lab;

@@ -6,7 +6,8 @@
 //! 0  sim (clock, events, rng)   machine   cgroup
 //! 1  job                        fio job files
 //! 2  workload   stats   cache   I/O streams; fio's statistics; the page
-//!                               cache (dirty limits, throttling, writeback order)
+//!    fs                         cache (dirty limits, throttling, writeback
+//!                               order); ext4 and its jbd2 journal's state
 //! 3  block                      blk-mq and the interfaces it calls
 //!                               (elevator, driver)
 //! 4  sched   device   report    schedulers (+ registry); device models;
@@ -34,6 +35,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("workload", 2),
     ("stats", 2),
     ("cache", 2),
+    ("fs", 2),
     ("block", 3),
     ("report", 4),
     ("sched", 4),

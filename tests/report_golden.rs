@@ -98,6 +98,8 @@ fn meta() -> ElevatorMeta {
         kernel: None,
         page_cache: None,
         cpu_busy_ns: None,
+        fs: None,
+        requests: Vec::new(),
     }
 }
 

@@ -15,6 +15,9 @@ pub struct QueueKnobs {
     pub max_sectors_kb: Option<u32>,
     /// `write_cache` (None = the device's own): true = "write back".
     pub write_cache: Option<bool>,
+    /// `wbt_lat_usec` as written: None (or −1) = the default target for
+    /// the queue's `rotational`, 0 = WBT off.
+    pub wbt_lat_usec: Option<u64>,
 }
 
 impl Default for QueueKnobs {
@@ -27,6 +30,7 @@ impl Default for QueueKnobs {
             rotational: None,
             max_sectors_kb: None,
             write_cache: None,
+            wbt_lat_usec: None,
         }
     }
 }
@@ -39,6 +43,7 @@ pub const QUEUE_KNOBS: &[&str] = &[
     "rotational",
     "max_sectors_kb",
     "write_cache",
+    "wbt_lat_usec",
 ];
 
 /// BLKDEV_MIN_RQ (include/linux/blkdev.h): the smallest nr_requests.
@@ -94,6 +99,19 @@ impl QueueKnobs {
                     }
                 })
             }
+            "wbt_lat_usec" => {
+                // queue_wb_lat_store (v6.17 blk-sysfs.c): kstrtoll; below
+                // -1 is -EINVAL; -1 restores the default.
+                let v = super::sysfs::kstrtoll(value.trim())
+                    .map_err(|e| format!("wbt_lat_usec: {e}"))?;
+                self.wbt_lat_usec = match v {
+                    -1 => None,
+                    v if v < -1 => {
+                        return Err(format!("wbt_lat_usec: expected -1 or more, got '{value}'"))
+                    }
+                    v => Some(v as u64),
+                };
+            }
             other => {
                 return Err(format!(
                 "unknown queue knob '{other}' (known: {}, and iosched/NAME for scheduler tunables)",
@@ -120,6 +138,11 @@ mod tests {
             .contains("nr_requests"));
         k.set("write_cache", "write back").unwrap();
         assert_eq!(k.write_cache, Some(true));
+        k.set("wbt_lat_usec", "0").unwrap();
+        assert_eq!(k.wbt_lat_usec, Some(0));
+        k.set("wbt_lat_usec", "-1").unwrap();
+        assert_eq!(k.wbt_lat_usec, None);
+        assert!(k.set("wbt_lat_usec", "-2").is_err());
         assert!(k
             .set("bogus", "1")
             .unwrap_err()

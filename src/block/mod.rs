@@ -23,6 +23,8 @@ pub mod stat;
 pub mod sysfs;
 #[cfg(test)]
 pub(crate) mod testkit;
+pub mod trace;
+pub mod wbt;
 
 use crate::cgroup::{CgroupTree, IoPrio};
 use crate::kernel::{DispatchLoop, Era};
@@ -283,6 +285,8 @@ pub struct BlockLayer {
     dev_budget: bool,
     /// The kernel era whose dispatch loop and defaults the queue follows.
     era: Era,
+    /// Issued requests, when a run traces them (trace.rs).
+    pub trace: Option<trace::Trace>,
 }
 
 /// What the core needs to know about the attached elevator on every request.
@@ -404,6 +408,7 @@ impl BlockLayer {
             dev_clock: 0,
             dev_budget: limits.budget && era.scsi_budget,
             era,
+            trace: None,
         };
         let max_hw = limits.max_hw_sectors_kb;
         let max_kb = match bl.knobs.max_sectors_kb {
@@ -528,6 +533,27 @@ impl BlockLayer {
     }
     pub fn knobs(&self) -> &QueueKnobs {
         &self.knobs
+    }
+    /// WBT as the kernel sets it up at disk registration
+    /// (`wbt_enable_default`, 4.10+); the run does this for its queue.
+    pub fn enable_wbt_default(&mut self) -> Result<(), String> {
+        if self.era.version < crate::kernel::Version::new(4, 10, 0) {
+            return Ok(());
+        }
+        let lat = self
+            .knobs
+            .wbt_lat_usec
+            .map(|us| us * crate::sim::time::NS_PER_US);
+        let w = wbt::Wbt::new(self.q.rotational, lat, self.q.queue_depth);
+        self.add_rq_qos(Box::new(w))?;
+        self.qos
+            .elevator_changed(self.elv_type.name, self.elv_type.is_legacy());
+        Ok(())
+    }
+
+    /// `queue/wbt_lat_usec` as it reads: 0 without WBT or with it off.
+    pub fn wbt_lat_usec(&self) -> u64 {
+        self.qos.attr("wbt_lat_usec").unwrap_or(0)
     }
     /// Current tunables of the attached elevator.
     pub fn tunables(&self) -> Vec<Tunable> {
@@ -1079,6 +1105,9 @@ impl BlockLayer {
         match self.device.submit(self.dev_clock, &cmd, &mut self.dev_out) {
             Submit::Accepted => {
                 self.rqs[rq].dispatch_ns = self.dev_clock;
+                if let Some(t) = self.trace.as_mut() {
+                    t.record(self.dev_clock, &self.rqs[rq]);
+                }
                 // blk_mq_start_request: rq_qos_issue.
                 if !self.qos.is_empty() {
                     self.qos_issue(env, rq);
@@ -1641,6 +1670,8 @@ impl BlockLayer {
                 .expect("none with its default nr_requests always attaches");
         }
         self.inv.switches += 1;
+        self.qos
+            .elevator_changed(self.elv_type.name, self.elv_type.is_legacy());
         let pending = self.switch_log.iter_mut().rev();
         if let Some(ev) = pending
             .into_iter()

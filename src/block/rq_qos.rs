@@ -173,6 +173,13 @@ pub trait RqQosPolicy {
     fn queue_depth_changed(&mut self, _ctx: &mut QosCtx) {}
     /// A timer armed with [`QosCtx::arm_timer`] fired.
     fn timer(&mut self, _ctx: &mut QosCtx, _token: u64) {}
+    /// A queue attribute the policy shows (`queue/wbt_lat_usec`).
+    fn attr(&self, _name: &str) -> Option<u64> {
+        None
+    }
+    /// The elevator `name` was attached (BFQ turns WBT off); `legacy`: it
+    /// runs on the legacy single-queue core.
+    fn elevator_changed(&mut self, _name: &str, _legacy: bool) {}
 }
 
 struct Slot {
@@ -314,6 +321,15 @@ impl RqQos {
     }
     pub fn queue_depth_changed(&mut self, ctx: &mut QosCtx) {
         self.each(ctx, |p, c| p.queue_depth_changed(c));
+    }
+    /// The first policy's value of attribute `name`.
+    pub fn attr(&self, name: &str) -> Option<u64> {
+        self.policies.iter().find_map(|s| s.policy.attr(name))
+    }
+    pub fn elevator_changed(&mut self, name: &str, legacy: bool) {
+        for s in self.policies.iter_mut() {
+            s.policy.elevator_changed(name, legacy);
+        }
     }
     /// Deliver a timer token armed through [`QosCtx::arm_timer`].
     pub fn timer(&mut self, ctx: &mut QosCtx, token: u64) {

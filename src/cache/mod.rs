@@ -646,6 +646,22 @@ impl PageCache {
         true
     }
 
+    /// Whether some page of `[start, end)` is under writeback.
+    pub fn writeback_in(&self, file: u32, start: u64, end: u64) -> bool {
+        let pages = &self.files[file as usize].pages;
+        let mut pos = start;
+        while let Some(e) = pages.next_from(pos) {
+            if e.start >= end {
+                break;
+            }
+            if e.state.is_writeback() {
+                return true;
+            }
+            pos = e.end;
+        }
+        false
+    }
+
     /// `task` sleeps until some writeback completes.
     pub fn wait_writeback(&mut self, task: u32) {
         if !self.writeback_waiters.contains(&task) {

@@ -53,6 +53,11 @@ pub const RUN_OPTS: &[Opt] = &[
         "the block layer of that kernel (e.g. 2.6.39, 4.12, 4.19, 6.17;\ndefault the newest): dispatch loop, budgets, libata depth,\ndefault nr_requests; a scheduler the kernel did not have is\nan error (`elevator schedulers --kernel V`)",
     ),
     valued(
+        "mount",
+        "ext4[:OPTIONS]",
+        "the jobs' files are on ext4 on the device, mounted with OPTIONS\nas mount -o takes them (data=ordered|writeback, nobarrier,\ncommit=N, journal_async_commit, noatime, ...): buffered jobs\nget the jbd2 journal's commits, flushes and FUA",
+    ),
+    valued(
         "max-runtime",
         "DURATION",
         "cap every job's simulated time (e.g. 30s, 500ms, 2m)",
@@ -282,6 +287,11 @@ pub fn apply_run_options(p: &Parsed, spec: &mut RunSpec) -> Result<(), CliError>
         let era =
             crate::kernel::Era::parse(v).map_err(|e| CliError::bad(format!("--kernel: {e}")))?;
         spec.kernel = Some(era.version.to_string());
+    }
+    if let Some(v) = p.get("mount") {
+        crate::fs::MountOptions::parse_mount(v)
+            .map_err(|e| CliError::bad(format!("--mount: {e}")))?;
+        spec.mount = Some(v.to_string());
     }
     if let Some(v) = p.get("max-runtime") {
         let d = duration("max-runtime", v)?;

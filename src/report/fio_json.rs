@@ -324,6 +324,25 @@ fn elevator_json(report: &RunReport) -> J {
     if let Some(pc) = &m.page_cache {
         o.val("page_cache", page_cache(pc));
     }
+    if let Some(fs) = &m.fs {
+        o.val("fs", fs_report(fs));
+    }
+    if !m.requests.is_empty() {
+        let rqs = m
+            .requests
+            .iter()
+            .map(|r| {
+                let mut t = Obj::new();
+                t.uint("at_ns", r.at)
+                    .str("rwbs", &r.rwbs())
+                    .uint("sector", r.sector)
+                    .uint("bytes", r.bytes)
+                    .uint("pid", r.pid as u64);
+                t.done()
+            })
+            .collect();
+        o.val("requests", J::Arr(rqs));
+    }
     let not_modelled: Vec<J> = report
         .jobs
         .iter()
@@ -526,6 +545,24 @@ fn dir_json(ts: &JobStats, rs: &GroupRun, d: usize, plus: bool) -> J {
         .float("iops_mean", mean)
         .float("iops_stddev", dev)
         .uint("iops_samples", ds.iops.samples);
+    o.done()
+}
+
+/// The file system: mount options and the journal's work.
+fn fs_report(fs: &super::FsReport) -> J {
+    let j = &fs.journal;
+    let mut o = Obj::new();
+    o.str("mount", &fs.mount)
+        .uint("journal_start_sector", fs.journal_start_sector)
+        .uint("journal_blocks", fs.journal_blocks)
+        .uint("commits", j.commits)
+        .uint("timer_commits", j.timer_commits)
+        .uint("sync_commits", j.sync_commits)
+        .uint("size_commits", j.size_commits)
+        .uint("log_blocks", j.log_blocks)
+        .uint("commit_blocks", j.commit_blocks)
+        .uint("superblock_writes", j.superblock_writes)
+        .uint("flushes", j.flushes);
     o.done()
 }
 

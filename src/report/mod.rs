@@ -77,6 +77,22 @@ pub struct ElevatorMeta {
     /// for the lab. Not printed; `calibrate` compares it per I/O with the
     /// machine's /proc/stat.
     pub cpu_busy_ns: Option<Ns>,
+    /// The file system (`--mount`): its journal's work, printed as `"fs"`.
+    pub fs: Option<FsReport>,
+    /// Requests the driver took, when the run traced them (printed as
+    /// `"requests"`).
+    pub requests: Vec<crate::block::trace::TracedRq>,
+}
+
+/// What the mounted file system did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FsReport {
+    /// `--mount` as given.
+    pub mount: String,
+    pub journal: crate::fs::jbd2::JournalStats,
+    /// Where the journal is: first sector and length in 4 KiB blocks.
+    pub journal_start_sector: u64,
+    pub journal_blocks: u64,
 }
 
 /// The page-cache view of a buffered run.

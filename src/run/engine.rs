@@ -9,12 +9,15 @@ use super::{scheduler, scheduler_in, Error, InputError, Progress, RunSpec};
 use crate::block::elevator::ElevatorType;
 use crate::block::{BioDone, BlockLayer, Env, QueueSetup};
 use crate::cache::{CacheSetup, PageCache};
-use crate::cgroup::{CgroupTree, CgroupVersion, IoPrio, SET_PREFIX};
+use crate::cgroup::{CgroupTree, CgroupVersion, IoPrio, IoPrioClass, SET_PREFIX};
 use crate::device::{self, Profile};
+use crate::fs::{Ext4, MountOptions};
 use crate::job::{EngineKind, JobFile};
 use crate::kernel::Era;
 use crate::machine::Machine;
-use crate::report::{DiskUtil, ElevatorMeta, JobResult, JobStatus, PageCacheReport, RunReport};
+use crate::report::{
+    DiskUtil, ElevatorMeta, FsReport, JobResult, JobStatus, PageCacheReport, RunReport,
+};
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::rng::stream_seed;
 use crate::sim::time::{Ns, NS_PER_MS};
@@ -22,6 +25,7 @@ use crate::stats::JobStats;
 use crate::task::costs::SyscallCosts;
 use crate::task::fio::{FioJob, Phase};
 use crate::task::flusher::Flusher;
+use crate::task::jbd2::Jbd2Task;
 use crate::task::runqueue::{self, RunQueues};
 use crate::task::{BioOwner, SleepReason, Task, TaskCx, TaskKind};
 use crate::workload::{self, Generator, RateLimiter};
@@ -46,6 +50,10 @@ pub struct Config {
     pub era: Era,
     /// The `--kernel` value as given, when one was.
     pub kernel: Option<String>,
+    /// `--mount`: the file system the jobs' files are on, and its text.
+    pub mount: Option<(MountOptions, String)>,
+    /// Requests to trace (`RunSpec::trace_requests`).
+    pub trace_requests: u32,
 }
 
 impl Config {
@@ -109,7 +117,16 @@ impl Config {
                 )
             })?;
         }
+        let mount = match &spec.mount {
+            Some(m) => Some((
+                MountOptions::parse_mount(m).map_err(|e| InputError::new("mount", e))?,
+                m.clone(),
+            )),
+            None => None,
+        };
         Ok(Config {
+            mount,
+            trace_requests: spec.trace_requests,
             scheduler: first,
             profile,
             settings,
@@ -228,6 +245,10 @@ pub struct Simulation {
     /// as they were.
     cache: Option<PageCache>,
     flusher: Option<(Task, Flusher)>,
+    /// The ext4 file system (`--mount`, with buffered jobs) and its
+    /// kjournald2 (task id `tasks.len() + 1`).
+    fs: Option<Ext4>,
+    jbd2: Option<(Task, Jbd2Task)>,
 }
 
 impl Simulation {
@@ -236,7 +257,7 @@ impl Simulation {
         let dev = device::build(&cfg.profile, stream_seed(cfg.seed, 0xdead)).map_err(input)?;
         let (cgroups, cg_ids) = build_cgroups(jobfile, &cfg)?;
         let cpus = cfg.machine.cpus as usize;
-        let block = BlockLayer::new_in(
+        let mut block = BlockLayer::new_in(
             dev,
             cfg.scheduler,
             QueueSetup {
@@ -249,6 +270,7 @@ impl Simulation {
             cfg.era,
         )
         .map_err(input)?;
+        block.enable_wbt_default().map_err(input)?;
         let layouts = workload::layout(&jobfile.jobs, block.capacity()).map_err(input)?;
         let syscalls = SyscallCosts::on(&cfg.machine);
         let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, 0x5eed));
@@ -320,11 +342,24 @@ impl Simulation {
         for (t, l) in tasks.iter_mut().zip(&layouts) {
             t.job.set_files(&l.files);
         }
+        let (fs, jbd2) = match (&cfg.mount, &cache) {
+            (Some((opts, _)), Some(c)) => {
+                let fs = mount(opts, c, jobfile, &layouts, block.capacity(), tasks.len());
+                // kjournald2: a kthread; its I/O at journal_ioprio, best
+                // effort level 3 (ext4 `journal_ioprio`
+                // default, fs/ext4/super.c DEFAULT_JOURNAL_IOPRIO).
+                let prio = IoPrio::new(IoPrioClass::Be, 3).unwrap_or_default();
+                let id = fs.jbd2_task;
+                let task = Task::new(id, TaskKind::Jbd2, (cpus - 1) as u16, 0, prio);
+                (Some(fs), Some((task, Jbd2Task::new())))
+            }
+            _ => (None, None),
+        };
         // The flusher (id tasks.len(), when there is one) charges its CPU
         // work directly and takes no part in the run queues yet.
         let mut runqueues = RunQueues::new(
             cpus,
-            tasks.len() + 1,
+            tasks.len() + 2,
             cfg.machine.scale_ns(runqueue::CONTEXT_SWITCH_NS),
         );
         for t in tasks.iter().filter(|t| t.job.phase != Phase::Skipped) {
@@ -346,8 +381,15 @@ impl Simulation {
             active: 0,
             cache,
             flusher,
+            fs,
+            jbd2,
             cfg,
         };
+        if sim.cfg.trace_requests > 0 {
+            sim.block.trace = Some(crate::block::trace::Trace::new(
+                sim.cfg.trace_requests as usize,
+            ));
+        }
         sim.active = sim
             .tasks
             .iter()
@@ -371,6 +413,7 @@ impl Simulation {
             ready: &mut self.to_step,
             cache: self.cache.as_mut(),
             cpus: &mut self.runqueues,
+            fs: self.fs.as_mut(),
         };
         let slot = &mut self.tasks[id as usize];
         (&mut slot.task, &mut slot.job, cx)
@@ -392,8 +435,31 @@ impl Simulation {
             ready: &mut self.to_step,
             cache: self.cache.as_mut(),
             cpus: &mut self.runqueues,
+            fs: self.fs.as_mut(),
         };
         let (task, body) = self.flusher.as_mut().expect("flusher");
+        (task, body, cx)
+    }
+
+    /// Whether task `id` is kjournald2.
+    fn is_jbd2(&self, id: u32) -> bool {
+        id as usize == self.tasks.len() + 1 && self.jbd2.is_some()
+    }
+
+    /// kjournald2's frame, body and context.
+    fn jbd2_cx(&mut self) -> (&mut Task, &mut Jbd2Task, TaskCx<'_>) {
+        let cx = TaskCx {
+            now: self.now,
+            block: &mut self.block,
+            events: &mut self.events,
+            done: &mut self.done,
+            woken: &mut self.woken,
+            ready: &mut self.to_step,
+            cache: self.cache.as_mut(),
+            cpus: &mut self.runqueues,
+            fs: self.fs.as_mut(),
+        };
+        let (task, body) = self.jbd2.as_mut().expect("jbd2");
         (task, body, cx)
     }
 
@@ -458,6 +524,13 @@ impl Simulation {
                     }
                     self.step(j);
                 }
+                Event::Timer(TimerOwner::Task(j), _) if self.is_jbd2(j) => {
+                    let (task, _) = self.jbd2.as_mut().expect("jbd2");
+                    if task.wake_pending == Some(t) {
+                        task.wake_pending = None;
+                    }
+                    self.step(j);
+                }
                 Event::Timer(TimerOwner::Task(j), _) => {
                     let task = &mut self.tasks[j as usize].task;
                     if task.wake_pending == Some(t) {
@@ -510,10 +583,17 @@ impl Simulation {
     /// has bios out: the run goes on until they complete (the flusher
     /// starts no new writeback).
     fn writeback_out(&mut self) -> bool {
+        let journal = match self.jbd2.as_mut() {
+            Some((_, j)) => {
+                j.stopping = true;
+                j.busy()
+            }
+            None => false,
+        };
         match self.flusher.as_mut() {
             Some((_, f)) => {
                 f.stopping = true;
-                f.busy() > 0 || self.tasks.iter().any(|t| t.job.bios_out() > 0)
+                journal || f.busy() > 0 || self.tasks.iter().any(|t| t.job.bios_out() > 0)
             }
             None => false,
         }
@@ -541,6 +621,8 @@ impl Simulation {
                 let pid = self.woken[i];
                 let task = if self.is_flusher(pid) {
                     &mut self.flusher.as_mut().expect("flusher").0
+                } else if self.is_jbd2(pid) {
+                    &mut self.jbd2.as_mut().expect("jbd2").0
                 } else {
                     &mut self.tasks[pid as usize].task
                 };
@@ -557,6 +639,11 @@ impl Simulation {
                 if self.is_flusher(owner.task) {
                     let (task, f, mut cx) = self.flusher_cx();
                     f.bio_done(task, owner.tag, d.at, &mut cx);
+                    continue;
+                }
+                if self.is_jbd2(owner.task) {
+                    let (task, j, mut cx) = self.jbd2_cx();
+                    j.bio_done(task, &mut cx);
                     continue;
                 }
                 let (task, job, mut cx) = self.task_cx(owner.task);
@@ -581,6 +668,11 @@ impl Simulation {
         if self.is_flusher(id) {
             let (task, f, mut cx) = self.flusher_cx();
             f.step(task, &mut cx);
+            return;
+        }
+        if self.is_jbd2(id) {
+            let (task, j, mut cx) = self.jbd2_cx();
+            j.step(task, &mut cx);
             return;
         }
         if self.runqueues.any_shared() {
@@ -729,6 +821,10 @@ impl Simulation {
                 (self.block.queue_info().rotational as u8).to_string(),
             ),
             (
+                "wbt_lat_usec".to_string(),
+                self.block.wbt_lat_usec().to_string(),
+            ),
+            (
                 "write_cache".to_string(),
                 if self.block.write_cache() {
                     "write back"
@@ -798,6 +894,17 @@ impl Simulation {
                     .map(|_| self.cfg.era.version.to_string()),
                 page_cache,
                 cpu_busy_ns: Some(self.block.cpu_busy_total()),
+                fs: self.fs.as_ref().map(|f| FsReport {
+                    mount: self
+                        .cfg
+                        .mount
+                        .as_ref()
+                        .map_or(String::new(), |m| m.1.clone()),
+                    journal: f.journal.stats,
+                    journal_start_sector: f.journal.start_sector,
+                    journal_blocks: f.journal.len_blocks,
+                }),
+                requests: self.block.trace.take().map_or(Vec::new(), |t| t.records),
                 spec: None,
                 warnings: std::mem::take(&mut self.block.warnings),
                 switch_log: super::switches::outcomes(
@@ -809,4 +916,36 @@ impl Simulation {
             timestamp: 0,
         })
     }
+}
+
+/// Mount ext4 over the page cache's files: a file is laid out with data
+/// when some job reads it (fio writes it first), else fallocated.
+fn mount(
+    opts: &MountOptions,
+    cache: &PageCache,
+    jobfile: &JobFile,
+    layouts: &[workload::JobLayout],
+    capacity: u64,
+    jobs: usize,
+) -> Ext4 {
+    use crate::cache::PAGE;
+    use crate::job::Ddir;
+    let mut files: Vec<(u64, u64, bool)> = cache
+        .files()
+        .iter()
+        .map(|f| (f.first, f.end, false))
+        .collect();
+    for (spec, l) in jobfile.jobs.iter().zip(layouts) {
+        if !spec.rw.ddirs().contains(&Ddir::Read) {
+            continue;
+        }
+        for r in &l.files {
+            if let Some(i) = cache.file_of(r.start / PAGE) {
+                files[i as usize].2 = true;
+            }
+        }
+    }
+    let mut fs = Ext4::new(opts.clone(), capacity, &files);
+    fs.jbd2_task = jobs as u32 + 1;
+    fs
 }

@@ -112,6 +112,18 @@ pub struct RunSpec {
     /// None: the newest kernel, with the legacy schedulers still allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
+    /// `--mount ext4:OPTIONS`: the jobs' files are on an ext4 file system
+    /// on the device, mounted with OPTIONS (`mount -o` syntax; fs/ext4.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount: Option<String>,
+    /// Keep the first N requests the driver takes (`block_rq_issue`) in
+    /// the report (`elevator.requests`); 0 keeps none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trace_requests: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn default_cgroup_version() -> u8 {
@@ -141,6 +153,8 @@ impl RunSpec {
             log_dir: None,
             timestamp: 0,
             kernel: None,
+            mount: None,
+            trace_requests: 0,
         }
     }
 
@@ -184,6 +198,18 @@ impl RunSpec {
     /// The block layer of kernel `version` (`--kernel`).
     pub fn kernel(mut self, version: &str) -> RunSpec {
         self.kernel = Some(version.to_string());
+        self
+    }
+
+    /// The jobs' files on a file system (`--mount ext4:OPTIONS`).
+    pub fn mount(mut self, text: &str) -> RunSpec {
+        self.mount = Some(text.to_string());
+        self
+    }
+
+    /// Trace the first `n` issued requests.
+    pub fn trace(mut self, n: u32) -> RunSpec {
+        self.trace_requests = n;
         self
     }
 

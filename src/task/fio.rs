@@ -11,6 +11,8 @@ use crate::block::request::{flags, Op};
 use crate::block::{BioDone, BioSubmit, BlockWait, Plug, SubmitResult};
 use crate::cache::readahead::RaState;
 use crate::cache::{PageCache, PAGE};
+use crate::fs::ext4::SyncStep;
+use crate::fs::jbd2::Tid;
 use crate::job::{Ddir, EngineKind, FadviseHint, JobSpec, SyncIo};
 use crate::sim::event::Event;
 use crate::sim::time::Ns;
@@ -48,6 +50,9 @@ struct IoU {
     post_flush: bool,
     /// A buffered write's sleep in `balance_dirty_pages` after the copy.
     pause: Ns,
+    /// An fdatasync (or O_DSYNC write) rather than an fsync: on ext4 it
+    /// waits only for the transaction that changed the block mapping.
+    datasync: bool,
 }
 
 /// One bio still to be submitted by a job.
@@ -141,6 +146,9 @@ pub struct FioJob {
     sync_wait: Option<u32>,
     /// Scratch: runs an fsync writes.
     sync_runs: Vec<(u32, u64, u64)>,
+    /// On ext4: the fsync unit waiting for the commit of a tid, and
+    /// whether it flushes after (`ext4_sync_file`'s `needs_barrier`).
+    commit_wait: Option<(u32, Tid, bool)>,
 }
 
 /// Bio tags from here up are page-cache bios (readahead, fsync writeback),
@@ -203,6 +211,7 @@ impl FioJob {
             read_wait: None,
             sync_wait: None,
             sync_runs: Vec::new(),
+            commit_wait: None,
             inflight: 0,
             completed: VecDeque::new(),
             refill_low: false,
@@ -355,6 +364,10 @@ impl FioJob {
         if limit > 0 {
             self.reap(task, cx, limit);
         }
+        if self.commit_wait.is_some() {
+            self.after_commit(task, cx);
+            return false;
+        }
         if self.sync_wait.is_some() && self.pending.is_empty() {
             cx.block.cpu_begin(task.cpu, now);
             self.fsync_progress(task, cx);
@@ -427,6 +440,7 @@ impl FioJob {
             if fsync_every > 0 && self.writes_since_sync >= fsync_every {
                 self.writes_since_sync = 0;
                 let slot = self.new_sync_iou(now);
+                self.ious[slot as usize].datasync = self.spec.fsync == 0;
                 batch.push(slot);
                 continue;
             }
@@ -461,6 +475,7 @@ impl FioJob {
                 done: 0,
                 post_flush: false,
                 pause: 0,
+                datasync: self.spec.sync_io == SyncIo::Dsync,
             };
             if io.ddir == Ddir::Write {
                 self.writes_since_sync += 1;
@@ -504,6 +519,7 @@ impl FioJob {
             done: 0,
             post_flush: false,
             pause: 0,
+            datasync: false,
         };
         slot
     }
@@ -665,6 +681,7 @@ impl FioJob {
             && !self.exhausted
             && self.staged.is_none()
             && self.sync_wait.is_none()
+            && self.commit_wait.is_none()
             && self.pending.is_empty()
             && now >= self.think_until
             && now < self.deadline
@@ -846,6 +863,10 @@ impl FioJob {
     ) {
         let ra_kb = cx.block.knobs().read_ahead_kb;
         let io_pages = max_sectors / (PAGE / 512);
+        if let Some(fs) = cx.fs.as_deref_mut() {
+            fs.read(file, cx.now);
+            cx.kick_jbd2();
+        }
         let i = self.ra_state(file, ra_kb);
         let cache = cx.cache.as_deref_mut().expect("page cache");
         let base = cache.files()[file as usize].first;
@@ -1002,14 +1023,16 @@ impl FioJob {
     }
 
     /// WB_SYNC_ALL writeback of the job's files for an fsync, fdatasync or
-    /// O_SYNC write (`file_write_and_wait_range`), then the cache flush
-    /// (`blkdev_fsync` → `blkdev_issue_flush`: the block-device semantics;
-    /// the ext4 journal commit is not modelled). Each call writes the
-    /// dirty pages, waits while any page of the files is dirty or under
-    /// writeback (its own bios or the flusher's, which wake it), and sends
-    /// the flush once none is. Runs inside a call started with `cpu_begin`.
+    /// O_SYNC write (`file_write_and_wait_range`), then what the file
+    /// system does: on a raw block device the cache flush (`blkdev_fsync`
+    /// → `blkdev_issue_flush`); on ext4 `ext4_sync_file` (the journal
+    /// commit of the file's last transaction, and/or a flush). Each call
+    /// writes the dirty pages, waits while any page of the files is dirty
+    /// or under writeback (its own bios or the flusher's, which wake it),
+    /// and goes on once none is. Runs inside a call started with `cpu_begin`.
     fn fsync_progress(&mut self, task: &mut Task, cx: &mut TaskCx) {
         let Some(slot) = self.sync_wait else { return };
+        let now = cx.now;
         let max_sectors = cx.block.max_sectors().max(8) as u64;
         let mut runs = std::mem::take(&mut self.missing);
         let mut writes = std::mem::take(&mut self.sync_runs);
@@ -1030,22 +1053,94 @@ impl FioJob {
         }
         self.missing = runs;
         for &(file, s, e) in &writes {
+            if let Some(fs) = cx.fs.as_deref_mut() {
+                fs.writeback(file, s, e, now);
+            }
             self.queue_cache_bios(max_sectors, file, s, e, true);
         }
         self.sync_runs = writes;
         if !busy {
             self.sync_wait = None;
-            self.ious[slot as usize].pieces_left = 1;
-            self.pending.push_back(Piece {
-                slot,
-                op: Op::Write,
-                sector: 0,
-                nr_sectors: 0,
-                flags: flags::PREFLUSH,
-                last: true,
-            });
+            self.sync_step(task, cx, slot);
         }
+        cx.kick_jbd2();
         self.submit_pending(task, cx, true);
+    }
+
+    /// The data of an fsync unit is on the device: flush, commit, or done.
+    fn sync_step(&mut self, task: &mut Task, cx: &mut TaskCx, slot: u32) {
+        let step = match cx.fs.as_deref_mut() {
+            None => SyncStep::Flush,
+            Some(fs) => {
+                let cache = cx.cache.as_deref().expect("page cache");
+                let mut ids: Vec<u32> = self
+                    .files
+                    .iter()
+                    .filter_map(|r| cache.file_of(r.start / PAGE))
+                    .collect();
+                ids.dedup();
+                fs.sync_step(&ids, self.ious[slot as usize].datasync, cx.now)
+            }
+        };
+        match step {
+            SyncStep::Flush => self.queue_flush(slot),
+            SyncStep::Done => self.complete_now(task, cx, slot),
+            SyncStep::Commit { tid, flush_after } => {
+                let fs = cx.fs.as_deref_mut().expect("ext4");
+                fs.journal.wait_commit(task.id, tid);
+                self.commit_wait = Some((slot, tid, flush_after));
+            }
+        }
+    }
+
+    /// The unit's cache flush (an empty REQ_PREFLUSH write) goes next.
+    fn queue_flush(&mut self, slot: u32) {
+        self.ious[slot as usize].pieces_left = 1;
+        self.pending.push_back(Piece {
+            slot,
+            op: Op::Write,
+            sector: 0,
+            nr_sectors: 0,
+            flags: flags::PREFLUSH,
+            last: true,
+        });
+    }
+
+    /// A unit that needs no (more) I/O completes at once.
+    fn complete_now(&mut self, task: &mut Task, cx: &mut TaskCx, slot: u32) {
+        let iou = &mut self.ious[slot as usize];
+        iou.pieces_left = 0;
+        iou.done = cx.now.max(iou.issue);
+        self.completed.push(slot);
+        cx.step_again(task.id);
+    }
+
+    /// Woken while an fsync waits for its journal commit: once the tid
+    /// has committed, flush if `ext4_sync_file` needs one, else complete.
+    fn after_commit(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let Some((slot, tid, flush)) = self.commit_wait else {
+            return;
+        };
+        let committed = cx
+            .fs
+            .as_deref()
+            .is_none_or(|fs| fs.journal.is_committed(tid));
+        if !committed {
+            task.sleep = Some(SleepReason::Fsync);
+            return;
+        }
+        self.commit_wait = None;
+        if !flush {
+            self.complete_now(task, cx, slot);
+            return;
+        }
+        cx.block.cpu_begin(task.cpu, cx.now);
+        self.queue_flush(slot);
+        self.submit_pending(task, cx, true);
+        self.end_call(task, cx);
+        if !task.blocked() {
+            task.sleep = Some(SleepReason::Fsync);
+        }
     }
 
     /// Copy into the cache: dirty the pages, wake the flusher for a newly
@@ -1063,6 +1158,9 @@ impl FioJob {
         let cache = cx.cache.as_deref_mut().expect("page cache");
         let flusher = cache.flusher_task;
         let mut wake = None;
+        if let Some(fs) = cx.fs.as_deref_mut() {
+            fs.write(file, now);
+        }
         if cache.write(file, first, end, task.id, now) {
             // The first dirty inode: the flusher looks after the interval.
             let interval = cache.vm.writeback_interval_ns();
@@ -1085,6 +1183,7 @@ impl FioJob {
             }
         }
         self.ious[slot as usize].pause = pause;
+        cx.kick_jbd2();
     }
 
     /// Units the call finished in the page cache (hits, writes) complete

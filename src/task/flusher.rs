@@ -202,6 +202,13 @@ impl Flusher {
         if cache.files()[file as usize].dirty > 0 && taken >= chunk {
             cache.requeue(file);
         }
+        if let Some(fs) = cx.fs.as_deref_mut() {
+            // ext4_do_writepages maps (allocates, converts) each run first.
+            for &(s, e) in &runs {
+                fs.writeback(file, s, e, now);
+            }
+        }
+        cx.kick_jbd2();
         let max_pages = (cx.block.max_sectors() as u64 / 8).max(1);
         for &(s, e) in &runs {
             let mut p = s;

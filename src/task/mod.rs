@@ -12,11 +12,13 @@
 pub mod costs;
 pub mod fio;
 pub mod flusher;
+pub mod jbd2;
 pub mod runqueue;
 
 use crate::block::{BioDone, BlockLayer, Env};
 use crate::cache::PageCache;
 use crate::cgroup::IoPrio;
+use crate::fs::Ext4;
 use crate::sim::event::{Event, EventQueue};
 use crate::sim::time::Ns;
 use runqueue::{Grant, RunQueues};
@@ -31,6 +33,8 @@ pub enum TaskKind {
     FioJob,
     /// The device's writeback worker (`kworker/uN:M` flush-MAJ:MIN).
     Flusher,
+    /// The ext4 journal's commit thread (`jbd2/<dev>-8`).
+    Jbd2,
 }
 
 /// Why a task is not running.
@@ -143,6 +147,8 @@ pub struct TaskCx<'a> {
     pub cache: Option<&'a mut PageCache>,
     /// Who gets a CPU that several tasks want.
     pub cpus: &'a mut RunQueues,
+    /// The ext4 file system the jobs' files are on (`--mount`), if any.
+    pub fs: Option<&'a mut Ext4>,
 }
 
 impl TaskCx<'_> {
@@ -210,6 +216,17 @@ impl TaskCx<'_> {
             Grant::Wait => {
                 task.sleep = Some(SleepReason::Cpu);
                 false
+            }
+        }
+    }
+
+    /// Wake kjournald2 when the journal asked for it (a transaction
+    /// started and armed its commit timer, or a commit was requested).
+    pub fn kick_jbd2(&mut self) {
+        if let Some(fs) = self.fs.as_deref_mut() {
+            if let Some(at) = fs.journal.take_wake() {
+                let id = fs.jbd2_task;
+                self.events.push(at.max(self.now), Event::wake(id));
             }
         }
     }

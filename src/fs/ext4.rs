@@ -1,0 +1,531 @@
+//! ext4 as the journal and the block layer see it (fs/ext4/, v6.5 unless
+//! said otherwise; reference §4.2–§5.7): the mount options, and per file
+//! what dirties metadata in the running transaction:
+//! - a write changes mtime/ctime at most once per timestamp tick
+//!   (`file_modified` → `ext4_dirty_inode`: the inode's table block);
+//! - writeback maps delayed-allocation blocks (`delalloc`, the default) or
+//!   converts unwritten (fallocated) extents: inode block, the extent-tree
+//!   leaf once the inode's four in-inode extents are used up, and for a
+//!   fresh allocation the group's block bitmap and group descriptor;
+//!   data=ordered attaches the range to the transaction;
+//! - a read updates atime under `relatime` only when atime ≤ mtime, under
+//!   `strictatime` once per tick, never under `noatime`.
+//!
+//! `ext4_sync_file` then asks: which tid must commit for this fsync
+//! (`i_sync_tid`, or `i_datasync_tid` for fdatasync), and does it still
+//! need a flush of its own.
+//!
+//! Files: fio lays a file out with data when a job reads it (it must
+//! exist), and with `fallocate` (unwritten extents) when jobs only write it
+//! (fio's `fallocate=native` default); so a write job's pages convert at
+//! their first writeback, as on the real file system.
+
+use super::jbd2::{Journal, Tid};
+use crate::sim::time::{self, Ns};
+use std::collections::BTreeMap;
+
+/// `data=` journaling mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataMode {
+    Ordered,
+    Writeback,
+}
+
+/// Access-time updates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Atime {
+    Relatime,
+    Noatime,
+    Strictatime,
+}
+
+/// The ext4 mount options the model knows (`mount -o`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountOptions {
+    pub data: DataMode,
+    /// `barrier` (default) / `nobarrier`, `barrier=0|1`.
+    pub barrier: bool,
+    /// `commit=N` seconds (0: the default 5 s).
+    pub commit_secs: u64,
+    pub journal_async_commit: bool,
+    pub atime: Atime,
+    /// `inode_readahead_blks=N` (power of two ≤ 2^30, default 32): kept for
+    /// the record; the model's files are open before the run, so it reads
+    /// no inode tables.
+    pub inode_readahead_blks: u64,
+}
+
+impl Default for MountOptions {
+    fn default() -> MountOptions {
+        MountOptions {
+            data: DataMode::Ordered,
+            barrier: true,
+            commit_secs: 0,
+            journal_async_commit: false,
+            atime: Atime::Relatime,
+            inode_readahead_blks: 32,
+        }
+    }
+}
+
+/// The options `--mount` accepts, for error messages.
+pub const KNOWN_OPTIONS: &str = "data=ordered|writeback, barrier, barrier=0|1, nobarrier, \
+     commit=SECONDS, journal_async_commit, noatime, relatime, strictatime, delalloc, \
+     inode_readahead_blks=N, defaults, rw";
+
+impl MountOptions {
+    /// A `--mount` value: `ext4` or `ext4:OPT,OPT,...`.
+    pub fn parse_mount(text: &str) -> Result<MountOptions, String> {
+        let (fs, opts) = text.split_once(':').unwrap_or((text, ""));
+        if fs != "ext4" {
+            return Err(format!(
+                "unknown file system '{fs}' (the model has ext4: --mount ext4:OPTIONS)"
+            ));
+        }
+        MountOptions::parse(opts)
+    }
+
+    /// `mount -o` options of ext4, comma-separated.
+    pub fn parse(text: &str) -> Result<MountOptions, String> {
+        let mut o = MountOptions::default();
+        for opt in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, value) = match opt.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (opt, None),
+            };
+            match (name, value) {
+                ("data", Some("ordered")) => o.data = DataMode::Ordered,
+                ("data", Some("writeback")) => o.data = DataMode::Writeback,
+                ("data", Some("journal")) => {
+                    return Err("data=journal is not modelled (use ordered or writeback)".into())
+                }
+                ("barrier", None) => o.barrier = true,
+                ("barrier", Some(v)) => o.barrier = number(opt, v)? != 0,
+                ("nobarrier", None) => o.barrier = false,
+                ("commit", Some(v)) => o.commit_secs = commit_secs(opt, v)?,
+                ("journal_async_commit", None) => o.journal_async_commit = true,
+                ("noatime", None) => o.atime = Atime::Noatime,
+                ("relatime", None) => o.atime = Atime::Relatime,
+                ("strictatime", None) => o.atime = Atime::Strictatime,
+                ("delalloc" | "defaults" | "rw", None) => {}
+                ("nodelalloc", None) => {
+                    return Err("nodelalloc is not modelled (delalloc is ext4's default)".into())
+                }
+                ("inode_readahead_blks", Some(v)) => {
+                    let n = number(opt, v)?;
+                    // ext4 super.c: a power of two, at most 2^30 (6.x).
+                    if !n.is_power_of_two() || n > 1 << 30 {
+                        return Err(format!(
+                            "'{opt}': inode_readahead_blks must be a power of two up to 2^30"
+                        ));
+                    }
+                    o.inode_readahead_blks = n;
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown or malformed ext4 option '{opt}' (known: {KNOWN_OPTIONS})"
+                    ))
+                }
+            }
+        }
+        if o.journal_async_commit && o.data == DataMode::Ordered {
+            // fs/ext4/super.c refuses it since 4.10 (reference §5.2 step 6).
+            return Err(
+                "journal_async_commit is incompatible with data=ordered (ext4 refuses it since \
+                 4.10); add data=writeback"
+                    .into(),
+            );
+        }
+        Ok(o)
+    }
+}
+
+fn number(opt: &str, v: &str) -> Result<u64, String> {
+    v.parse()
+        .map_err(|_| format!("'{opt}': '{v}' is not a whole number"))
+}
+
+/// `commit=` seconds; ext4 takes up to INT_MAX / HZ (fs/ext4/super.c).
+fn commit_secs(opt: &str, v: &str) -> Result<u64, String> {
+    let n = number(opt, v)?;
+    let max = i32::MAX as u64 / time::HZ;
+    if n > max {
+        return Err(format!("'{opt}': commit= is at most {max} seconds"));
+    }
+    Ok(n)
+}
+
+/// Inodes per 4 KiB inode-table block (256-byte inodes, mke2fs's default).
+const INODES_PER_BLOCK: u64 = 16;
+/// `EXT4_FIRST_INO`: the first ordinary inode number (11 is lost+found).
+const FIRST_INO: u64 = 12;
+/// Extents an inode holds itself (`i_block`: 4 × 12-byte entries).
+const INODE_EXTENTS: u64 = 4;
+/// Extents per 4 KiB leaf block ((4096 − 12) / 12).
+const LEAF_EXTENTS: u64 = 340;
+/// Blocks per block group (4 KiB blocks: 8 × 4096 bits of bitmap).
+const GROUP_PAGES: u64 = 32768;
+/// Group descriptors per block (64-byte descriptors with 64bit).
+const DESCS_PER_BLOCK: u64 = 64;
+
+/// Metadata block ids: a kind in the top byte, a number below.
+const META_INODE: u64 = 1 << 56;
+const META_BITMAP: u64 = 2 << 56;
+const META_GDT: u64 = 3 << 56;
+const META_LEAF: u64 = 4 << 56;
+
+/// What ext4 knows of one file.
+#[derive(Clone, Debug)]
+struct FileMeta {
+    /// Device pages `[first, end)`.
+    first: u64,
+    end: u64,
+    /// Pages whose blocks are allocated and written (initialised extents),
+    /// start → end.
+    written: BTreeMap<u64, u64>,
+    /// The rest is fallocated (unwritten extents), not unallocated.
+    fallocated: bool,
+    /// The timestamp tick of the last mtime update.
+    mtime_tick: Option<u64>,
+    atime_tick: Option<u64>,
+    /// relatime: atime ≤ mtime, the next read updates it.
+    atime_stale: bool,
+    /// `i_sync_tid`, `i_datasync_tid` (0: nothing to commit).
+    sync_tid: Tid,
+    datasync_tid: Tid,
+}
+
+/// What an fsync needs after its data is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncStep {
+    /// Nothing: the transaction committed and barriers are off.
+    Done,
+    /// A cache flush only (`blkdev_issue_flush`).
+    Flush,
+    /// Wait for the commit of `tid`; then a flush if `flush_after`.
+    Commit { tid: Tid, flush_after: bool },
+}
+
+/// A mounted ext4 file system.
+#[derive(Clone, Debug)]
+pub struct Ext4 {
+    pub opts: MountOptions,
+    pub journal: Journal,
+    /// The task id of kjournald2.
+    pub jbd2_task: u32,
+    files: Vec<FileMeta>,
+    /// Scratch: page runs not yet written.
+    gaps: Vec<(u64, u64)>,
+}
+
+impl Ext4 {
+    /// Mount on a device of `capacity` bytes holding `files`: device page
+    /// ranges `(first, end, laid_out_with_data)`, in the page cache's order.
+    pub fn new(opts: MountOptions, capacity: u64, files: &[(u64, u64, bool)]) -> Ext4 {
+        let journal = Journal::new(
+            capacity,
+            opts.commit_secs,
+            opts.barrier,
+            opts.journal_async_commit,
+        );
+        let files = files
+            .iter()
+            .map(|&(first, end, data)| FileMeta {
+                first,
+                end,
+                written: if data {
+                    BTreeMap::from([(first, end)])
+                } else {
+                    BTreeMap::new()
+                },
+                fallocated: !data,
+                mtime_tick: None,
+                atime_tick: None,
+                atime_stale: data,
+                sync_tid: 0,
+                datasync_tid: 0,
+            })
+            .collect();
+        Ext4 {
+            opts,
+            journal,
+            jbd2_task: 0,
+            files,
+            gaps: Vec::new(),
+        }
+    }
+
+    fn inode_block(file: u32) -> u64 {
+        META_INODE | ((FIRST_INO + file as u64) / INODES_PER_BLOCK)
+    }
+
+    /// A buffered write to `file` at `now`: the timestamp update
+    /// (`file_modified`, coarse clock: once per tick).
+    pub fn write(&mut self, file: u32, now: Ns) {
+        let tick = time::jiffies(now);
+        let f = &mut self.files[file as usize];
+        if f.mtime_tick == Some(tick) {
+            return;
+        }
+        f.mtime_tick = Some(tick);
+        f.atime_stale = true;
+        let tid = self.journal.dirty_metadata(Self::inode_block(file), now);
+        self.files[file as usize].sync_tid = tid;
+    }
+
+    /// A buffered read of `file` at `now` (`touch_atime`).
+    pub fn read(&mut self, file: u32, now: Ns) {
+        let tick = time::jiffies(now);
+        let f = &mut self.files[file as usize];
+        let update = match self.opts.atime {
+            Atime::Noatime => false,
+            Atime::Relatime => f.atime_stale,
+            Atime::Strictatime => f.atime_tick != Some(tick),
+        };
+        if !update {
+            return;
+        }
+        f.atime_stale = false;
+        f.atime_tick = Some(tick);
+        let tid = self.journal.dirty_metadata(Self::inode_block(file), now);
+        self.files[file as usize].sync_tid = tid;
+    }
+
+    /// Writeback of pages `[start, end)` of `file` is submitted at `now`
+    /// (`ext4_do_writepages` → `mpage_map_and_submit_extent`): pages not
+    /// yet written get their blocks allocated or converted in a handle.
+    pub fn writeback(&mut self, file: u32, start: u64, end: u64, now: Ns) {
+        let mut gaps = std::mem::take(&mut self.gaps);
+        self.unwritten_runs(file, start, end, &mut gaps);
+        for &(s, e) in &gaps {
+            self.map_run(file, s, e, now);
+        }
+        self.gaps = gaps;
+    }
+
+    /// The runs of `[start, end)` not yet written.
+    fn unwritten_runs(&self, file: u32, start: u64, end: u64, out: &mut Vec<(u64, u64)>) {
+        out.clear();
+        let w = &self.files[file as usize].written;
+        let mut pos = start;
+        if let Some((_, &e)) = w.range(..=start).next_back() {
+            pos = pos.max(e);
+        }
+        for (&s, &e) in w.range(start..end) {
+            if s > pos {
+                out.push((pos, s));
+            }
+            pos = pos.max(e);
+        }
+        if pos < end {
+            out.push((pos, end));
+        }
+    }
+
+    /// Allocate or convert `[s, e)` of `file`: its metadata joins the
+    /// running transaction, which the file's fsync and fdatasync now need.
+    fn map_run(&mut self, file: u32, s: u64, e: u64, now: Ns) {
+        let ordered = self.opts.data == DataMode::Ordered;
+        let f = &mut self.files[file as usize];
+        let fresh = !f.fallocated;
+        // Join neighbours: [s, e) becomes one written extent.
+        let mut ns = s;
+        let mut ne = e;
+        if let Some((&ps, &pe)) = f.written.range(..=s).next_back() {
+            if pe >= s {
+                ns = ps;
+                ne = ne.max(pe);
+            }
+        }
+        if let Some(&ae) = f.written.get(&e) {
+            f.written.remove(&e);
+            ne = ne.max(ae);
+        }
+        f.written.insert(ns, ne);
+        // Extents: written runs, and with fallocate the unwritten ones
+        // between them.
+        let runs = f.written.len() as u64;
+        let extents = if f.fallocated { 2 * runs + 1 } else { runs };
+        let pages = (f.end - f.first).max(1);
+        let leaf = if extents > INODE_EXTENTS {
+            let leaves = extents.div_ceil(LEAF_EXTENTS);
+            Some((s - f.first) * leaves / pages)
+        } else {
+            None
+        };
+        let mut blocks = vec![Self::inode_block(file)];
+        if let Some(l) = leaf {
+            blocks.push(META_LEAF | ((file as u64) << 32) | l);
+        }
+        if fresh {
+            let g = s / GROUP_PAGES;
+            blocks.push(META_BITMAP | g);
+            blocks.push(META_GDT | (g / DESCS_PER_BLOCK));
+        }
+        let mut tid = 0;
+        for b in blocks {
+            tid = self.journal.dirty_metadata(b, now);
+        }
+        if ordered && fresh {
+            self.journal.add_ordered(file, s, e, now);
+        }
+        let f = &mut self.files[file as usize];
+        f.sync_tid = tid;
+        f.datasync_tid = tid;
+    }
+
+    /// What `ext4_sync_file` does after `file_write_and_wait_range` for
+    /// `files` (`datasync`: fdatasync / O_DSYNC), at `now`: commit the
+    /// transaction that last changed them (asking kjournald2 for it), and
+    /// flush unless that commit sends the barrier itself.
+    pub fn sync_step(&mut self, files: &[u32], datasync: bool, now: Ns) -> SyncStep {
+        let tid = files
+            .iter()
+            .map(|&f| {
+                let m = &self.files[f as usize];
+                if datasync {
+                    m.datasync_tid
+                } else {
+                    m.sync_tid
+                }
+            })
+            .max()
+            .unwrap_or(0);
+        let j = &mut self.journal;
+        let needs_barrier = j.barrier && !j.will_send_data_barrier(tid);
+        if tid == 0 || j.is_committed(tid) {
+            return if needs_barrier {
+                j.stats.flushes += 1;
+                SyncStep::Flush
+            } else {
+                SyncStep::Done
+            };
+        }
+        j.request_commit(tid, now);
+        if needs_barrier {
+            j.stats.flushes += 1;
+        }
+        SyncStep::Commit {
+            tid,
+            flush_after: needs_barrier,
+        }
+    }
+
+    /// The page range of `file`.
+    pub fn file_pages(&self, file: u32) -> (u64, u64) {
+        let f = &self.files[file as usize];
+        (f.first, f.end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_parse_like_mount() {
+        let o = MountOptions::parse_mount(
+            "ext4:data=writeback,noatime,nobarrier,delalloc,inode_readahead_blks=4096,journal_async_commit,commit=1800",
+        )
+        .unwrap();
+        assert_eq!(o.data, DataMode::Writeback);
+        assert!(!o.barrier && o.journal_async_commit);
+        assert_eq!((o.commit_secs, o.atime), (1800, Atime::Noatime));
+        assert_eq!(
+            MountOptions::parse_mount("ext4").unwrap(),
+            MountOptions::default()
+        );
+        assert!(!MountOptions::parse("barrier=0").unwrap().barrier);
+        let e = |s: &str| MountOptions::parse_mount(s).unwrap_err();
+        assert!(e("xfs:noatime").contains("unknown file system"));
+        assert!(e("ext4:journal_async_commit").contains("data=ordered"));
+        assert!(e("ext4:data=journal").contains("not modelled"));
+        assert!(e("ext4:commit=x").contains("whole number"));
+        assert!(e("ext4:inode_readahead_blks=3").contains("power of two"));
+        assert!(e("ext4:bogus").contains("known:"));
+        assert!(e("ext4:commit=99999999999").contains("at most"));
+    }
+
+    fn fs(opts: &str, data: bool) -> Ext4 {
+        let o = MountOptions::parse(opts).unwrap();
+        Ext4::new(o, 8 << 30, &[(0, 1000, data)])
+    }
+
+    #[test]
+    fn mtime_once_per_tick_and_fdatasync_needs_only_allocation() {
+        let mut f = fs("", true);
+        f.write(0, 0);
+        // An overwrite of written blocks: fsync commits (mtime), fdatasync
+        // only flushes (reference §4.3 cases B and C).
+        assert_eq!(f.sync_step(&[0], true, 0), SyncStep::Flush);
+        let SyncStep::Commit { tid, flush_after } = f.sync_step(&[0], false, 0) else {
+            panic!("fsync after an mtime change commits")
+        };
+        assert!(!flush_after, "the commit block carries the barrier");
+        f.journal.begin_commit(super::super::jbd2::CommitWhy::Sync);
+        f.journal.end_commit(&mut Vec::new());
+        assert!(f.journal.is_committed(tid));
+        // Same tick: no new mtime update, nothing to commit.
+        f.write(0, 1);
+        assert_eq!(f.sync_step(&[0], false, 1), SyncStep::Flush);
+    }
+
+    #[test]
+    fn conversion_at_writeback_dirties_metadata_once() {
+        let mut f = fs("nobarrier", false);
+        f.writeback(0, 10, 11, 0);
+        let t = f.journal.running.clone().unwrap();
+        // Inode block only: a converted extent, no fresh allocation.
+        assert_eq!(t.blocks.len(), 1);
+        assert!(t.ordered.is_empty());
+        let SyncStep::Commit { flush_after, .. } = f.sync_step(&[0], true, 0) else {
+            panic!("conversion needs a commit for fdatasync")
+        };
+        assert!(!flush_after);
+        f.journal.begin_commit(super::super::jbd2::CommitWhy::Sync);
+        f.journal.end_commit(&mut Vec::new());
+        // Written now: writeback again changes nothing.
+        f.writeback(0, 10, 11, 1);
+        assert!(f.journal.running.is_none());
+        assert_eq!(f.sync_step(&[0], true, 1), SyncStep::Done);
+        // Many random conversions use extent leaves.
+        for p in (20..200).step_by(3) {
+            f.writeback(0, p, p + 1, 2);
+        }
+        assert!(f.journal.running.as_ref().unwrap().blocks.len() > 1);
+    }
+
+    #[test]
+    fn fresh_allocation_is_ordered_data_and_touches_bitmaps() {
+        let o = MountOptions::default();
+        let mut f = Ext4::new(o, 8 << 30, &[(0, 10, true), (10, 2000, false)]);
+        f.files[1].fallocated = false;
+        f.writeback(1, 10, 50, 0);
+        let t = f.journal.running.clone().unwrap();
+        assert_eq!(t.blocks.len(), 3);
+        assert_eq!(t.ordered, vec![(1, 10, 50)]);
+    }
+
+    #[test]
+    fn relatime_updates_atime_once_after_a_write_noatime_never() {
+        let reads = |opts: &str| {
+            let mut f = fs(opts, true);
+            let mut handles = 0;
+            for i in 0..3 {
+                f.read(0, NS_PER_TICK * i);
+                if f.journal.running.take().is_some() {
+                    handles += 1;
+                }
+            }
+            f.write(0, NS_PER_TICK * 5);
+            f.journal.running = None;
+            f.read(0, NS_PER_TICK * 6);
+            handles + f.journal.running.is_some() as u32
+        };
+        assert_eq!(reads(""), 2);
+        assert_eq!(reads("noatime"), 0);
+        assert_eq!(reads("strictatime"), 4);
+    }
+
+    const NS_PER_TICK: Ns = time::NS_PER_JIFFY;
+}

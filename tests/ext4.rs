@@ -1,0 +1,285 @@
+//! Scenario tests of ext4 + jbd2 (`--mount ext4:OPTIONS`): the job files
+//! under tests/jobs/ext4-*.fio through the library API, with the issued
+//! requests traced as `block:block_rq_issue` shows them (rwbs and bytes),
+//! compared with the sequences the reference measured on 6.18 ext4 on a
+//! loop device (§4.3). The loop device has a volatile cache and no FUA;
+//! the `nvme` profile with `write_cache="write back"` is such a device,
+//! `sata-ssd` one with FUA.
+
+use elevator::block::trace::TracedRq;
+use elevator::report::RunReport;
+use elevator::run::{JobSource, RunSpec};
+
+fn job(name: &str) -> String {
+    let path = format!("{}/tests/jobs/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// `name` on `device` with `--mount mount`, tracing every request.
+fn run_on(device: &str, name: &str, mount: &str, sync: &str) -> RunReport {
+    let mut s = RunSpec::from_text(name, "")
+        .scheduler("mq-deadline")
+        .device(device)
+        .mount(mount)
+        .trace(100_000);
+    if device == "nvme" {
+        // No FUA, and a volatile cache: the loop device's combination.
+        s = s.set("write_cache", "write back");
+    }
+    s.job = JobSource::text(name, &job(name));
+    let (fsync, fdatasync) = if sync == "fsync" {
+        ("1", "0")
+    } else {
+        ("0", "1")
+    };
+    s.job.env.insert("FSYNC".into(), fsync.into());
+    s.job.env.insert("FDATASYNC".into(), fdatasync.into());
+    elevator::run::run(&s).expect("simulation runs")
+}
+
+/// The requests as `RWBS BYTES` words.
+fn words(r: &RunReport) -> Vec<String> {
+    r.elevator
+        .requests
+        .iter()
+        .map(|q: &TracedRq| format!("{} {}", q.rwbs(), q.bytes))
+        .collect()
+}
+
+/// The trace cut into one group per 4 KiB fio data write (`WS 4096` from a
+/// job: pids below the job count): what each write + fsync put on the device.
+fn per_write(r: &RunReport) -> Vec<Vec<String>> {
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    for q in &r.elevator.requests {
+        let w = format!("{} {}", q.rwbs(), q.bytes);
+        if w == "WS 4096" && (q.pid as usize) < r.jobs.len() {
+            groups.push(Vec::new());
+        }
+        if let Some(g) = groups.last_mut() {
+            g.push(w);
+        }
+    }
+    groups
+}
+
+/// Journal writes lie inside the journal; data outside it.
+fn check_places(r: &RunReport) {
+    let fs = r
+        .elevator
+        .fs
+        .as_ref()
+        .expect("a mounted run reports its fs");
+    let start = fs.journal_start_sector;
+    let end = start + fs.journal_blocks * 8;
+    for q in &r.elevator.requests {
+        if q.bytes == 0 {
+            continue;
+        }
+        let in_journal = q.sector >= start && q.sector < end;
+        let meta = q.rwbs().ends_with('M');
+        assert_eq!(
+            meta,
+            in_journal,
+            "{q:?} ({}) vs journal {start}..{end}",
+            q.rwbs()
+        );
+    }
+}
+
+#[test]
+fn fsync_of_random_writes_commits_like_the_kernel_case_a() {
+    // No FUA: data, descriptor + metadata, preflush, commit block, and the
+    // post-flush that emulates FUA.
+    let r = run_on("nvme", "ext4-fsync.fio", "ext4", "fsync");
+    let g = per_write(&r);
+    assert_eq!(g.len(), 16);
+    for w in &g[1..] {
+        assert_eq!(w.len(), 5, "{w:?}");
+        assert_eq!(w[0], "WS 4096");
+        let (rwbs, bytes) = w[1].split_once(' ').unwrap();
+        let bytes: u64 = bytes.parse().unwrap();
+        assert_eq!(rwbs, "WSM", "{w:?}");
+        assert!(
+            bytes >= 8192 && bytes.is_multiple_of(4096),
+            "descriptor + metadata: {w:?}"
+        );
+        assert_eq!(w[2..], ["FF 0", "WSM 4096", "FF 0"], "{w:?}");
+    }
+    check_places(&r);
+    let j = r.elevator.fs.as_ref().unwrap().journal;
+    assert_eq!((j.commits, j.sync_commits, j.commit_blocks), (16, 16, 16));
+    // With FUA the commit block carries it: no trailing flush.
+    let r = run_on("sata-ssd", "ext4-fsync.fio", "ext4", "fsync");
+    for w in &per_write(&r)[1..] {
+        assert_eq!(w.len(), 4, "{w:?}");
+        assert_eq!(w[2..], ["FF 0", "WFSM 4096"], "{w:?}");
+    }
+}
+
+#[test]
+fn nobarrier_removes_every_flush_case_d() {
+    let r = run_on("nvme", "ext4-fsync.fio", "ext4:nobarrier", "fsync");
+    let all = words(&r);
+    assert!(
+        all.iter().all(|w| !w.starts_with('F') && !w.contains("WF")),
+        "{all:?}"
+    );
+    for w in &per_write(&r)[1..] {
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w[1].starts_with("WSM "), "{w:?}");
+        assert_eq!(w[2], "WSM 4096", "the commit block alone: {w:?}");
+    }
+    assert_eq!(r.elevator.fs.as_ref().unwrap().journal.flushes, 0);
+}
+
+#[test]
+fn journal_async_commit_merges_the_commit_block_cases_h_and_i() {
+    // Barriers on (case I): one merged journal write, then one flush.
+    let r = run_on(
+        "nvme",
+        "ext4-fsync.fio",
+        "ext4:data=writeback,journal_async_commit",
+        "fsync",
+    );
+    for w in &per_write(&r)[1..] {
+        assert_eq!(w.len(), 3, "{w:?}");
+        let bytes: u64 = w[1].strip_prefix("WSM ").unwrap().parse().unwrap();
+        assert!(
+            bytes >= 12288,
+            "descriptor + metadata + commit block: {w:?}"
+        );
+        assert_eq!(w[2], "FF 0");
+    }
+    // The build server's options (case H): no flushes at all.
+    let r = run_on(
+        "nvme",
+        "ext4-fsync.fio",
+        "ext4:data=writeback,noatime,nobarrier,delalloc,inode_readahead_blks=4096,journal_async_commit,commit=1800",
+        "fsync",
+    );
+    for w in &per_write(&r)[1..] {
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[1].starts_with("WSM "), "{w:?}");
+    }
+    // The first commit also rewrote the journal superblock at its start.
+    let fs = r.elevator.fs.as_ref().unwrap();
+    let sb = r
+        .elevator
+        .requests
+        .iter()
+        .find(|q| q.sector == fs.journal_start_sector)
+        .expect("journal superblock write");
+    assert_eq!((sb.rwbs(), sb.bytes), ("WSM".to_string(), 4096));
+    check_places(&r);
+}
+
+#[test]
+fn fdatasync_overwrite_is_data_and_flush_case_b() {
+    let r = run_on("nvme", "ext4-overwrite.fio", "ext4", "fdatasync");
+    let g = per_write(&r);
+    assert_eq!(g.len(), 64);
+    for w in &g {
+        assert_eq!(w[..], ["WS 4096", "FF 0"], "{w:?}");
+    }
+    // nobarrier: the data write alone (case E).
+    let r = run_on("nvme", "ext4-overwrite.fio", "ext4:nobarrier", "fdatasync");
+    for w in &per_write(&r) {
+        assert_eq!(w[..], ["WS 4096"], "{w:?}");
+    }
+}
+
+#[test]
+fn fsync_overwrite_commits_once_per_timestamp_tick_case_c() {
+    let r = run_on("nvme", "ext4-overwrite.fio", "ext4", "fsync");
+    let g = per_write(&r);
+    let commits = g.iter().filter(|w| w.len() > 2).count();
+    let flush_only = g.iter().filter(|w| w[..] == ["WS 4096", "FF 0"]).count();
+    assert_eq!(commits + flush_only, 64, "{g:?}");
+    assert!(
+        commits >= 1 && flush_only >= 1,
+        "{commits} commits, {flush_only} flush-only"
+    );
+    // A tick is 4 ms (HZ=250): far fewer commits than fsyncs.
+    assert!(commits < 32, "{commits} commits");
+}
+
+#[test]
+fn periodic_commit_every_commit_interval() {
+    let text = "[w]\nioengine=psync\nrw=randwrite\nbs=4k\nsize=64m\nio_size=400k\n\
+                thinktime=100ms\nfilename=/mnt/ext4/f\n";
+    let run = |mount: &str| {
+        let mut s = RunSpec::from_text("t.fio", text)
+            .scheduler("mq-deadline")
+            .device("sata-ssd")
+            .mount(mount);
+        s.job = JobSource::text("t.fio", text);
+        elevator::run::run(&s).unwrap()
+    };
+    // 100 writes 100 ms apart: 10 s of mtime updates.
+    let j5 = run("ext4").elevator.fs.unwrap().journal;
+    let j1 = run("ext4:commit=1").elevator.fs.unwrap().journal;
+    assert_eq!(j5.sync_commits + j1.sync_commits, 0);
+    assert!((1..=3).contains(&j5.timer_commits), "{j5:?}");
+    assert!((9..=11).contains(&j1.timer_commits), "{j1:?}");
+}
+
+#[test]
+fn bad_mount_options_are_input_errors() {
+    let s = RunSpec::from_text("a.fio", "[a]\nrw=write\nsize=1m\n").mount("ext4:data=journal");
+    let e = elevator::run::run(&s).unwrap_err().to_string();
+    assert!(e.contains("mount") && e.contains("data=journal"), "{e}");
+}
+
+/// The command line: `--mount` is documented, checked, and its run
+/// reports the journal.
+#[test]
+fn the_command_line_takes_mount() {
+    use std::process::Command;
+    let bin = env!("CARGO_BIN_EXE_elevator");
+    let out = |args: &[&str]| {
+        let o = Command::new(bin)
+            .args(args)
+            .output()
+            .expect("elevator runs");
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, help, _) = out(&["run", "--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        help.contains("--mount") && help.contains("journal_async_commit"),
+        "{help}"
+    );
+    let job = [
+        "run",
+        "--name=a",
+        "--rw=randwrite",
+        "--bs=4k",
+        "--size=1m",
+        "--io_size=16k",
+        "--fsync=1",
+        "--no-progress",
+        "--device=sata-ssd",
+        "--output-format=json",
+    ];
+    let mut bad = job.to_vec();
+    bad.push("--mount=ext4:commit=soon");
+    let (code, _, err) = out(&bad);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--mount") && err.contains("commit=soon"),
+        "{err}"
+    );
+    let mut good = job.to_vec();
+    good.push("--mount=ext4:nobarrier");
+    let (code, json, err) = out(&good);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let fs = &v["elevator"]["fs"];
+    assert_eq!(fs["mount"], "ext4:nobarrier");
+    assert_eq!(fs["sync_commits"], 4, "{fs}");
+    assert_eq!(v["elevator"]["spec"]["mount"], "ext4:nobarrier");
+}
