@@ -181,7 +181,10 @@ impl Device for Loop {
             }
             self.raised.clear();
         } else {
-            out.cpu_wakeup(end, WORKER_TOKEN);
+            // loop_process_work calls cond_resched() between commands: a
+            // task woken for this CPU at `end` runs first (1 ns later keeps
+            // the worker behind it in the event order), else the worker goes on.
+            out.cpu_wakeup(end + 1, WORKER_TOKEN);
         }
     }
 }
@@ -242,10 +245,10 @@ mod tests {
         );
         assert_eq!(out.wakeups.len(), 1, "the second command next");
         let (at2, _) = out.wakeups[0];
-        assert_eq!(at2, at + wake + each);
+        assert_eq!(at2, at + wake + each + 1);
         out.wakeups.clear();
         d.cpu_work(at2, 0, &mut cpus, &mut out);
-        let end = at + wake + 2 * each;
+        let end = at + wake + 2 * each + 1;
         assert_eq!(out.completions, vec![(end, 0), (end, 1)]);
         assert_eq!(out.complete_cpu, vec![(0, 1), (1, 1)]);
         assert!(out.wakeups.is_empty());

@@ -363,6 +363,8 @@ impl FioJob {
         let limit = self.reap_limit(now);
         if limit > 0 {
             self.reap(task, cx, limit);
+        } else {
+            self.arm_next_completion(task, cx);
         }
         if self.commit_wait.is_some() {
             self.after_commit(task, cx);
@@ -717,6 +719,21 @@ impl FioJob {
             max
         };
         want as usize
+    }
+
+    /// Nothing reaped now: make sure the task wakes when the first unit still
+    /// in flight to the ring lands (its wake-up may have been folded into an
+    /// earlier one that found it not yet there).
+    fn arm_next_completion(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let next = self
+            .completed
+            .iter()
+            .map(|&s| self.ious[s as usize].done)
+            .filter(|&d| d > cx.now)
+            .min();
+        if let Some(at) = next {
+            cx.wake_at(task, at);
+        }
     }
 
     /// Collect up to `limit` completed I/O units (`io_getevents`), oldest
@@ -1111,7 +1128,7 @@ impl FioJob {
         let iou = &mut self.ious[slot as usize];
         iou.pieces_left = 0;
         iou.done = cx.now.max(iou.issue);
-        self.completed.push(slot);
+        self.completed.push_back(slot);
         cx.step_again(task.id);
     }
 
