@@ -50,8 +50,8 @@ fn depth_overlaps_the_worker_with_the_submitter() {
         cpus_busy(&q1),
         cpus_busy(&q64)
     );
-    // QD1: one I/O at a time, both wake-ups (worker, then fio) in its latency.
-    assert!(lat_us(&q1) > 2.0 * 18.8, "{}", lat_us(&q1));
+    // QD1: one I/O at a time, the wake-ups of idle CPUs in its latency.
+    assert!(lat_us(&q1) > 18.8 + 5.0, "{}", lat_us(&q1));
     // QD64: the worker copies while fio submits: several times the IOPS,
     // and fio keeps 64 units out (fio reaps one per call once full), so the
     // latency is Little's law's.
@@ -82,7 +82,7 @@ fn a_faster_host_is_faster_and_the_wake_up_is_its_own() {
     let fast = run(1, "none", &[("cpu/wake_ns", "0")]);
     // Without the wake-up cost a QD1 I/O is CPU work only.
     assert!(
-        lat_us(&fast) < lat_us(&base) - 2.0 * 18.0,
+        lat_us(&fast) < lat_us(&base) - 18.0,
         "{} vs {}",
         lat_us(&fast),
         lat_us(&base)

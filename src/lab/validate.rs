@@ -702,7 +702,8 @@ mod tests {
         let sets = vec![
             ("iosched/fifo_batch".to_string(), "8".to_string()),
             ("nr_requests".to_string(), "64".to_string()),
-            ("wbt_lat_usec".to_string(), "0".to_string()),
+            // A knob the model lacks is dropped.
+            ("add_random".to_string(), "0".to_string()),
         ];
         let md = sets_for("mq-deadline", &sets);
         assert_eq!(md.len(), 2);
