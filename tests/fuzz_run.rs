@@ -202,6 +202,7 @@ const SCHEDULERS: &[&str] = &[
     "bfq",
     "cfq",
     "tpps",
+    "tpps-mq",
     "!bfqq",
     "!junk",
     " mq-deadline\n",
@@ -214,6 +215,8 @@ const DEVICES: &[&str] = &[
     "intel-s3520",
     "micron-9100",
     "desktop-ssd",
+    "hgst-he10",
+    "loop",
 ];
 const SETTINGS: &[(&str, &[&str])] = &[
     (
