@@ -372,6 +372,21 @@ impl Tpps {
             }
             total += self.group_pass(ctx, cg, Some(grp_quota));
         }
+        if total == 0 && self.rq_in_driver == 0 {
+            // Deviation (as min_dispatch's): with a small quota every
+            // group's integer share rounds to 0 and the ali code would
+            // never dispatch again; with the driver empty the first group
+            // in the list that has work gets one request.
+            for i in 0..self.group_list.len() {
+                let cg = self.group_list[i];
+                if !self.gm(cg).queues.is_empty() {
+                    total += self.group_pass(ctx, cg, Some(1));
+                    if total > 0 {
+                        break;
+                    }
+                }
+            }
+        }
         total
     }
 
