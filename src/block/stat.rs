@@ -93,6 +93,69 @@ pub struct DiskStatFields {
 }
 
 impl DiskStatFields {
+    /// Read a `/sys/block/DEV/stat` line. Kernels before 4.18 print 11
+    /// fields (no discard), before 5.5 15 (no flush); the missing ones are 0.
+    pub fn parse(text: &str) -> Result<DiskStatFields, String> {
+        let v: Vec<u64> = text
+            .split_whitespace()
+            .map(|w| w.parse::<u64>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("a stat field is not a number ({e}): '{}'", text.trim()))?;
+        if !matches!(v.len(), 11 | 15 | 17) {
+            return Err(format!(
+                "{} fields where the kernel prints 11, 15 or 17: '{}'",
+                v.len(),
+                text.trim()
+            ));
+        }
+        let f = |i: usize| v.get(i).copied().unwrap_or(0);
+        Ok(DiskStatFields {
+            read_ios: f(0),
+            read_merges: f(1),
+            read_sectors: f(2),
+            read_ticks: f(3),
+            write_ios: f(4),
+            write_merges: f(5),
+            write_sectors: f(6),
+            write_ticks: f(7),
+            in_flight: f(8),
+            io_ticks: f(9),
+            time_in_queue: f(10),
+            discard_ios: f(11),
+            discard_merges: f(12),
+            discard_sectors: f(13),
+            discard_ticks: f(14),
+            flush_ios: f(15),
+            flush_ticks: f(16),
+        })
+    }
+
+    /// What happened between `before` and `self`: counters subtracted
+    /// (wrapping, as the tick fields do at 2^32 ms), `in_flight` as now.
+    pub fn since(&self, before: &DiskStatFields) -> DiskStatFields {
+        let d =
+            |a: u64, b: u64| a.wrapping_sub(b) & if a >= b { u64::MAX } else { u32::MAX as u64 };
+        DiskStatFields {
+            read_ios: d(self.read_ios, before.read_ios),
+            read_merges: d(self.read_merges, before.read_merges),
+            read_sectors: d(self.read_sectors, before.read_sectors),
+            read_ticks: d(self.read_ticks, before.read_ticks),
+            write_ios: d(self.write_ios, before.write_ios),
+            write_merges: d(self.write_merges, before.write_merges),
+            write_sectors: d(self.write_sectors, before.write_sectors),
+            write_ticks: d(self.write_ticks, before.write_ticks),
+            in_flight: self.in_flight,
+            io_ticks: d(self.io_ticks, before.io_ticks),
+            time_in_queue: d(self.time_in_queue, before.time_in_queue),
+            discard_ios: d(self.discard_ios, before.discard_ios),
+            discard_merges: d(self.discard_merges, before.discard_merges),
+            discard_sectors: d(self.discard_sectors, before.discard_sectors),
+            discard_ticks: d(self.discard_ticks, before.discard_ticks),
+            flush_ios: d(self.flush_ios, before.flush_ios),
+            flush_ticks: d(self.flush_ticks, before.flush_ticks),
+        }
+    }
+
     /// The fields with their stat.rst names, in the file's order.
     pub fn named(&self) -> [(&'static str, u64); 17] {
         [
@@ -261,6 +324,36 @@ pub struct StatTotals {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn stat_lines_parse_in_every_kernel_layout_and_subtract() {
+        let line = "  10 1 80 5 20 2 160 7 0 9 12 0 0 0 0 3 1\n";
+        let a = DiskStatFields::parse(line).unwrap();
+        assert_eq!((a.read_ios, a.write_sectors, a.flush_ios), (10, 160, 3));
+        let old = DiskStatFields::parse("10 1 80 5 20 2 160 7 0 9 12").unwrap();
+        assert_eq!(old.flush_ios, 0);
+        assert!(DiskStatFields::parse("1 2 3")
+            .unwrap_err()
+            .contains("3 fields"));
+        assert!(DiskStatFields::parse("1 x 3").is_err());
+        let b = DiskStatFields::parse("15 1 120 6 25 2 200 8 1 10 13 0 0 0 0 5 1").unwrap();
+        let d = b.since(&a);
+        assert_eq!(
+            (d.read_ios, d.read_sectors, d.write_ios, d.flush_ios),
+            (5, 40, 5, 2)
+        );
+        assert_eq!(d.in_flight, 1);
+        // A tick field that wrapped at 2^32 ms.
+        let w = DiskStatFields {
+            read_ticks: 5,
+            ..Default::default()
+        }
+        .since(&DiskStatFields {
+            read_ticks: u32::MAX as u64 - 4,
+            ..Default::default()
+        });
+        assert_eq!(w.read_ticks, 10);
+    }
+
     use super::*;
 
     fn rq(op: Op, sectors: u32, start: Ns) -> Request {

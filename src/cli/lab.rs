@@ -34,9 +34,14 @@ const LAB_OPTS: &[Opt] = &[
     valued(
         "set",
         "KNOB=VALUE",
-        "queue/KNOB, or iosched/NAME for every scheduler that has that\ntunable; repeatable",
+        "queue/KNOB, iosched/NAME for every scheduler that has that\ntunable, or vm.NAME (a writeback sysctl, /proc/sys/vm/NAME,\nrestored afterwards); repeatable",
     ),
     valued("max-runtime", "DURATION", "cap every job's runtime (e.g. 3s)"),
+    valued(
+        "mount",
+        "ext4[:OPTIONS]",
+        "the jobs' files on a fresh ext4 made on DEV for every run,\nmounted with OPTIONS (the simulator's --mount)",
+    ),
     valued(
         "repeat",
         "N",
@@ -403,6 +408,11 @@ fn lab_options(a: &Parsed, job: &str) -> Result<LabOptions, CliError> {
     }
     o.save_json = a.get("save-json").map(PathBuf::from);
     o.verbose = !a.flag("quiet");
+    o.mount = a
+        .get("mount")
+        .map(crate::lab::fsmount::parse)
+        .transpose()
+        .map_err(CliError::bad)?;
     Ok(o)
 }
 
@@ -416,6 +426,9 @@ fn lab_title(job: &str, r: &LabResult, o: &LabOptions) -> Vec<String> {
             .map(|m| format!(", runtime capped at {:.3} s", m as f64 / NS_PER_SEC as f64))
             .unwrap_or_default()
     )];
+    if let Some(m) = &o.mount {
+        t.push(format!("mount: {} (a fresh ext4 for every run)", m.text));
+    }
     if !o.sets.is_empty() {
         t.push(format!(
             "set: {}",
@@ -690,6 +703,8 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
         sets: o.sets.clone(),
         max_runtime: o.max_runtime,
         cpus,
+        memory: validate::machine_memory(),
+        mount: o.mount.as_ref().map(|m| m.text.clone()),
     };
     let mut names = lab.schedulers.clone();
     for (s, _) in &lab.skipped {

@@ -429,6 +429,8 @@ impl Fitter {
             sets: Vec::new(),
             max_runtime: None,
             cpus: self.cpus,
+            memory: None,
+            mount: None,
         };
         match simulate_with(&job, "none", &s) {
             Ok(r) => Point::of(&r),

@@ -128,6 +128,14 @@ impl BlockDev {
         Some((a.parse().ok()?, b.parse().ok()?))
     }
 
+    /// The whole disk's I/O statistics now (`/sys/block/DISK/stat`).
+    pub fn stat(&self) -> Result<crate::block::stat::DiskStatFields, String> {
+        let p = self.sys.join("stat");
+        let text = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        crate::block::stat::DiskStatFields::parse(&text)
+            .map_err(|e| format!("{}: {e}", p.display()))
+    }
+
     /// Open the device exclusively (`O_EXCL` on a block device): the kernel
     /// refuses with EBUSY while it is mounted or claimed anywhere, in any
     /// mount namespace, and nothing can mount or claim it while the returned

@@ -577,6 +577,9 @@ pub struct Target {
     /// Its device number (major, minor), written into blktrace traces; None
     /// when only parsing.
     pub devno: Option<(u32, u32)>,
+    /// `--mount`: the jobs' files are on a file system on the device, in a
+    /// directory given when rendering ([`Rewrite::directory`]).
+    pub fs: bool,
 }
 
 /// The format of a `read_iolog` trace.
@@ -618,6 +621,7 @@ pub struct Prepared {
     pub traces: Vec<Trace>,
     pub uses_cgroup: bool,
     device: String,
+    fs: bool,
 }
 
 /// `name` reduced to a plain file name: letters, digits, `.`, `_`, `-`.
@@ -658,6 +662,7 @@ pub fn prepare(
         traces: Vec::new(),
         uses_cgroup: false,
         device: target.path.clone(),
+        fs: target.fs,
     };
     let mut section: Option<String> = None;
     let mut names_used: Vec<String> = Vec::new();
@@ -729,6 +734,11 @@ pub fn prepare(
         let was = || Item::Comment(format!("elevator lab: was: {c}"));
         match classify(key) {
             Class::Safe => p.items.push(Item::Keep(c.to_string())),
+            Class::Device if target.fs => {
+                let item =
+                    in_file_system(key, value.unwrap_or("")).map_err(|m| refuse(Some(key), m))?;
+                p.items.push(item);
+            }
             Class::Device => p.items.push(Item::Comment(format!(
                 "elevator lab: replaced by filename={}: {c}",
                 target.path
@@ -801,6 +811,12 @@ pub fn prepare(
                 p.items.push(was());
                 p.items.push(Item::Named(key.to_string(), name));
             }
+            Class::ReadIolog if target.fs => {
+                return Err(refuse(
+                    Some(key),
+                    "a trace replays to the device, not to files: not with --mount".into(),
+                ))
+            }
             Class::ReadIolog => {
                 let v = value.unwrap_or("");
                 let trace = check_trace(v, &job_dir, target, p.traces.len())
@@ -815,6 +831,34 @@ pub fn prepare(
     Ok(p)
 }
 
+/// A file-naming option with `--mount`: the files stay inside the lab's
+/// file system. `filename=` keeps only its last path component (jobs that
+/// name the same file still share it), the directory is the lab's.
+fn in_file_system(key: &str, value: &str) -> Result<Item, String> {
+    match key {
+        "filename" => {
+            let names: Vec<String> = value
+                .split(':')
+                .filter(|n| !n.is_empty())
+                .map(|n| plain_name(n, "file"))
+                .collect();
+            if names.is_empty() {
+                return Err("needs a file name".into());
+            }
+            Ok(Item::Keep(format!("filename={}", names.join(":"))))
+        }
+        "filename_format" if value.contains('/') => Err(format!(
+            "'{value}' names a path; with --mount the files are in the lab's file system, give a name without '/'"
+        )),
+        "nrfiles" | "nr_files" | "unique_filename" | "filename_format" => {
+            Ok(Item::Keep(format!("{key}={value}")))
+        }
+        _ => Ok(Item::Comment(format!(
+            "elevator lab: replaced by the lab's file system directory: {key}={value}"
+        ))),
+    }
+}
+
 /// What to change when writing the job for fio.
 pub struct Rewrite<'a> {
     /// A job's `cgroup=` value → the group path fio should use.
@@ -823,6 +867,8 @@ pub struct Rewrite<'a> {
     pub max_runtime: Option<Ns>,
     /// Where the traces' private copies are (the lab's working directory).
     pub trace_dir: &'a Path,
+    /// With `--mount`: the mounted file system's directory.
+    pub directory: Option<&'a Path>,
 }
 
 /// A runtime as fio reads it (seconds unless a unit is given), printed back.
@@ -840,7 +886,14 @@ impl Prepared {
         let mut out = String::new();
         out.push_str("; Checked and rewritten by elevator lab for fio: device, logs, traces, cgroups, runtime cap.\n");
         out.push_str("[global]\n");
-        out.push_str(&format!("filename={}\n", self.device));
+        if self.fs {
+            let dir = rw
+                .directory
+                .ok_or("no directory for the jobs' files (--mount)")?;
+            out.push_str(&format!("directory={}\n", dir.display()));
+        } else {
+            out.push_str(&format!("filename={}\n", self.device));
+        }
         if self.uses_cgroup {
             out.push_str("cgroup_nodelete=1\n");
         }
@@ -895,11 +948,16 @@ impl Prepared {
 /// Parse a job file as it will run on `device` (for elevator's own reading
 /// of the jobs: names, groups, block sizes). Refused files are refused here.
 /// Cgroup names stay as the user wrote them.
-pub fn parse_for_device(path: &Path, device: &str) -> Result<crate::job::JobFile, String> {
+pub fn parse_for_device(
+    path: &Path,
+    device: &str,
+    fs: bool,
+) -> Result<crate::job::JobFile, String> {
     let env = |n: &str| std::env::var(n).ok();
     let target = Target {
         path: device.to_string(),
         devno: None,
+        fs,
     };
     let prepared = prepare(path, &target, &env).map_err(|e| e.to_string())?;
     let same = |n: &str| Some(n.to_string());
@@ -907,6 +965,7 @@ pub fn parse_for_device(path: &Path, device: &str) -> Result<crate::job::JobFile
         cgroup: &same,
         max_runtime: None,
         trace_dir: Path::new(""),
+        directory: Some(Path::new("/mnt")),
     })?;
     let base = path.parent().unwrap_or(Path::new(""));
     let inputs = crate::job::Inputs {
@@ -1149,6 +1208,7 @@ mod tests {
         Target {
             path: "/dev/loop7".into(),
             devno: Some((7, 7)),
+            fs: false,
         }
     }
 
@@ -1169,8 +1229,45 @@ mod tests {
             cgroup: &map,
             max_runtime: cap,
             trace_dir: Path::new("/work"),
+            directory: None,
         })
         .unwrap()
+    }
+
+    #[test]
+    fn with_mount_files_stay_in_the_lab_file_system() {
+        let d = dir();
+        let p = d.path().join("job.fio");
+        let text = "[global]\nrw=write\nnrfiles=4\nfilesize=1m\ndirectory=/etc\n\
+                    [a]\nfilename=/mnt/x/../obj.o:../../etc/passwd\n[b]\nfilename_format=$jobname.$filenum\n";
+        std::fs::write(&p, text).unwrap();
+        let t = Target {
+            fs: true,
+            ..target()
+        };
+        let prepared = prepare(&p, &t, &no_env).unwrap();
+        let out = prepared
+            .render(&Rewrite {
+                cgroup: &|n: &str| Some(n.to_string()),
+                max_runtime: None,
+                trace_dir: Path::new("/work"),
+                directory: Some(Path::new("/work/mnt")),
+            })
+            .unwrap();
+        assert!(out.contains("\ndirectory=/work/mnt\n"), "{out}");
+        assert!(!out.contains("filename=/dev/loop7"), "{out}");
+        assert!(out.contains("filename=obj.o:passwd\n"), "{out}");
+        assert!(out.contains("nrfiles=4\n") && out.contains("filename_format=$jobname.$filenum"));
+        assert!(!out.lines().any(|l| l == "directory=/etc"), "{out}");
+        // A name with a path, or a trace, is refused.
+        std::fs::write(&p, "[a]\nfilename_format=../$jobname\n").unwrap();
+        let e = prepare(&p, &t, &no_env).unwrap_err();
+        assert_eq!(e.option.as_deref(), Some("filename_format"));
+        std::fs::write(&p, "[a]\nread_iolog=x.log\n").unwrap();
+        assert!(prepare(&p, &t, &no_env)
+            .unwrap_err()
+            .message
+            .contains("--mount"));
     }
 
     const E5: &str = "\
@@ -1224,7 +1321,7 @@ runtime=5
             "[global]\nfilename=${ELEVATOR_TEST_UNSET_DEV}\n[a]\nrw=read\ncgroup=g1\n",
         )
         .unwrap();
-        let jf = parse_for_device(&p, "/dev/loop9").unwrap();
+        let jf = parse_for_device(&p, "/dev/loop9", false).unwrap();
         assert_eq!(jf.jobs[0].filenames, vec!["/dev/loop9".to_string()]);
         assert_eq!(jf.jobs[0].cgroup.as_deref(), Some("g1"));
     }

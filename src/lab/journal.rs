@@ -94,6 +94,14 @@ pub struct Record {
     pub cgroup_io_enabled: Option<PathBuf>,
     pub temp_dirs: Vec<PathBuf>,
     pub processes: Vec<ProcRecord>,
+    /// File systems mounted for `--mount` (mount points, journaled before
+    /// mounting); unmounted before the working directories are removed.
+    #[serde(default)]
+    pub mounts: Vec<PathBuf>,
+    /// `vm.*` sysctls (name, value before the lab), journaled before the
+    /// first write.
+    #[serde(default)]
+    pub sysctls: Vec<(String, String)>,
 }
 
 /// The running session's journal.
@@ -271,6 +279,25 @@ impl Journal {
     pub fn mark_temp_dir(&self, dir: &Path) -> Result<(), String> {
         let p = dir.join(MARKER);
         fs::write(&p, self.id()).map_err(|e| format!("{}: {e}", p.display()))
+    }
+
+    /// A file system about to be mounted at `mnt`.
+    pub fn add_mount(&self, mnt: &Path) -> Result<(), String> {
+        self.update(|r| {
+            if !r.mounts.iter().any(|m| m == mnt) {
+                r.mounts.push(mnt.to_path_buf())
+            }
+        })
+    }
+
+    /// The file system at `mnt` was unmounted.
+    pub fn remove_mount(&self, mnt: &Path) -> Result<(), String> {
+        self.update(|r| r.mounts.retain(|m| m != mnt))
+    }
+
+    /// The `vm.*` sysctls' values before the lab writes any.
+    pub fn record_sysctls(&self, saved: &[(String, String)]) -> Result<(), String> {
+        self.update(|r| r.sysctls = saved.to_vec())
     }
 
     /// fio's process group, just started.
@@ -521,6 +548,26 @@ pub fn undo(rec: &Record) -> (Vec<String>, Vec<String>, bool) {
                 .join(" ")
         ));
     }
+    // 1b. Our file systems (fio is gone), before the working directories.
+    let mut unmounted = true;
+    for m in &rec.mounts {
+        match super::fsmount::unmount(m) {
+            Ok(()) => done.push(format!("unmounted {}", m.display())),
+            Err(e) => {
+                unmounted = false;
+                problems.push(e);
+            }
+        }
+    }
+    // 1c. The vm sysctls.
+    if !rec.sysctls.is_empty() {
+        let errs = super::sysctl::restore(&rec.sysctls);
+        if errs.is_empty() {
+            done.push("restored the vm sysctls".into());
+        } else {
+            problems.extend(errs);
+        }
+    }
     // 2. The device, if it is still the same one.
     if let Some(d) = &rec.device {
         let sys = d.queue.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -630,6 +677,13 @@ pub fn undo(rec: &Record) -> (Vec<String>, Vec<String>, bool) {
     // 4. Working directories: only those marked with this journal's ID, or empty.
     for t in &rec.temp_dirs {
         if !t.exists() {
+            continue;
+        }
+        if !unmounted {
+            problems.push(format!(
+                "{}: not removed while a file system of the run is still mounted",
+                t.display()
+            ));
             continue;
         }
         let marker = fs::read_to_string(t.join(MARKER)).unwrap_or_default();

@@ -17,6 +17,10 @@
 //!   killed runs, the device held exclusively, the restore [`journal`]
 //!   written before anything changes, restoration in dependency order.
 //! - [`loopdev`]: file-backed loop devices for the lab (`elevator loop`).
+//! - [`fsmount`]: `--mount ext4[:OPTIONS]`: a fresh ext4 per run, mounted
+//!   with the simulator's options, unmounted before anything else is undone.
+//! - [`sysctl`]: `--set vm.NAME=VALUE`, the writeback sysctls the simulator
+//!   models, journaled and restored.
 //! - [`calibrate`]: probes fitted into a device profile for the simulator.
 //! - [`validate`]: lab against simulation, per scheduler and group.
 //! - [`cli`]: the `lab`, `loop`, `calibrate`, `validate` and `compare` commands.
@@ -28,12 +32,14 @@ pub mod calibrate;
 pub mod cgroup;
 pub mod device;
 pub mod fio;
+pub mod fsmount;
 pub mod jobfile;
 pub mod journal;
 pub mod loopdev;
 pub mod runner;
 pub mod session;
 pub mod signal;
+pub mod sysctl;
 pub mod validate;
 
 use std::fmt;

@@ -11,14 +11,19 @@
 
 use super::device::{in_write_order, BlockDev, Queue};
 use super::fio::{self, CpuTimes};
+use super::fsmount::FsSpec;
 use super::jobfile::{self, Prepared, Rewrite, Target};
 use super::session::Session;
 use super::{signal, LabError};
+use crate::block::stat::DiskStatFields;
 use crate::job::JobFile;
 use crate::report::RunReport;
 use crate::sim::time::Ns;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+use std::time::Instant;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -39,6 +44,8 @@ pub struct LabOptions {
     pub save_json: Option<PathBuf>,
     /// Progress lines on stderr.
     pub verbose: bool,
+    /// `--mount ext4[:OPTIONS]`: the jobs' files on a fresh ext4 per run.
+    pub mount: Option<FsSpec>,
 }
 
 impl LabOptions {
@@ -54,6 +61,7 @@ impl LabOptions {
             settle: Duration::from_millis(200),
             save_json: None,
             verbose: true,
+            mount: None,
         }
     }
 }
@@ -68,6 +76,97 @@ pub struct LabRun {
     /// Whole-machine CPU time during the run.
     pub cpu: CpuTimes,
     pub wall_ns: Ns,
+    /// The device's `stat` every [`DISK_LOG_INTERVAL`] while fio ran,
+    /// counted from fio's start.
+    pub disk_log: Vec<DiskSample>,
+}
+
+/// How often the device's `stat` is sampled during a run.
+pub const DISK_LOG_INTERVAL: Duration = Duration::from_millis(100);
+
+/// One sample of the run's disk log.
+#[derive(Clone, Debug, Default)]
+pub struct DiskSample {
+    /// Since fio started.
+    pub ms: u64,
+    /// Counted from fio's start (in_flight as sampled).
+    pub stat: DiskStatFields,
+    /// The machine's `Dirty:` and `Writeback:` of /proc/meminfo, KiB.
+    pub dirty_kib: u64,
+    pub writeback_kib: u64,
+}
+
+/// `Dirty:` and `Writeback:` of /proc/meminfo, KiB.
+fn dirty_kib() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("Dirty:"), field("Writeback:"))
+}
+
+/// Samples `/sys/block/DISK/stat` on a thread until stopped.
+struct DiskSampler {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<DiskSample>>,
+}
+
+impl DiskSampler {
+    fn start(bd: &BlockDev, base: DiskStatFields) -> DiskSampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let stat = bd.sys.join("stat");
+        let handle = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let mut log = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(DISK_LOG_INTERVAL);
+                let Ok(text) = std::fs::read_to_string(&stat) else {
+                    break;
+                };
+                if let Ok(f) = DiskStatFields::parse(&text) {
+                    let (dirty, wb) = dirty_kib();
+                    log.push(DiskSample {
+                        ms: t0.elapsed().as_millis() as u64,
+                        stat: f.since(&base),
+                        dirty_kib: dirty,
+                        writeback_kib: wb,
+                    });
+                }
+            }
+            log
+        });
+        DiskSampler { stop, handle }
+    }
+
+    fn finish(self) -> Vec<DiskSample> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// The disk log as CSV: ms, the stat fields by name, Dirty and Writeback.
+pub fn disk_log_csv(log: &[DiskSample]) -> String {
+    let names: Vec<&str> = DiskStatFields::default()
+        .named()
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    let mut out = format!("ms,{},dirty_kib,writeback_kib\n", names.join(","));
+    for x in log {
+        let vals: Vec<String> = x.stat.named().iter().map(|(_, v)| v.to_string()).collect();
+        out.push_str(&format!(
+            "{},{},{},{}\n",
+            x.ms,
+            vals.join(","),
+            x.dirty_kib,
+            x.writeback_kib
+        ));
+    }
+    out
 }
 
 impl LabRun {
@@ -213,11 +312,14 @@ pub fn run_lab(o: &LabOptions) -> Result<LabResult, LabError> {
     let target = Target {
         path: result.device.clone(),
         devno: bd.devno(),
+        fs: o.mount.is_some(),
     };
     let prepared =
         jobfile::prepare(&o.job, &target, &env).map_err(|e| LabError::input(e.to_string()))?;
-    let jf: JobFile = jobfile::parse_for_device(&o.job, &result.device).map_err(LabError::input)?;
-    let (queue_sets, iosched_sets) = split_sets(&q, &o.sets).map_err(LabError::input)?;
+    let jf: JobFile = jobfile::parse_for_device(&o.job, &result.device, o.mount.is_some())
+        .map_err(LabError::input)?;
+    let (vm_sets, other_sets) = super::sysctl::split(&o.sets).map_err(LabError::input)?;
+    let (queue_sets, iosched_sets) = split_sets(&q, &other_sets).map_err(LabError::input)?;
     if let Some(n) = busy_note() {
         result.notes.push(n);
     }
@@ -231,13 +333,14 @@ pub fn run_lab(o: &LabOptions) -> Result<LabResult, LabError> {
         .filter_map(|j| j.cgroup.clone().map(|c| (c, j.cgroup_weight)))
         .collect();
     let outcome = (|| {
+        s.set_sysctls(&vm_sets).map_err(LabError::failed)?;
         if !wanted_groups.is_empty() {
             let note = s.create_groups(&wanted_groups)?;
             result.notes.push(note);
         }
         session(
             o,
-            &s,
+            &mut s,
             &prepared,
             &jf,
             &queue_sets,
@@ -287,7 +390,7 @@ fn keep_outputs(work: &Path, skip: &[&str], dir: &Path, prefix: &str) -> Result<
 
 fn session(
     o: &LabOptions,
-    s: &Session,
+    s: &mut Session,
     prepared: &Prepared,
     jf: &JobFile,
     queue_sets: &[(String, String)],
@@ -295,14 +398,16 @@ fn session(
     result: &mut LabResult,
 ) -> Result<(), String> {
     let q = s.queue();
-    let work = s.work();
-    let groups = s.groups();
-    let cg = |name: &str| groups.and_then(|g| g.fio_path(name));
+    let work = s.work().to_path_buf();
+    let work = work.as_path();
+    let mount_point = s.mount_point();
+    let cg = |name: &str| s.groups().and_then(|g| g.fio_path(name));
     let dev = result.device.clone();
     let rewritten = prepared.render(&Rewrite {
         cgroup: &cg,
         max_runtime: o.max_runtime,
         trace_dir: work,
+        directory: Some(&mount_point),
     })?;
     prepared.write_traces(work)?;
     let job_path = work.join("job.fio");
@@ -354,16 +459,25 @@ fn session(
                     .into_iter()
                     .map(|(k, v)| (format!("iosched/{k}"), v)),
             );
-            if let Some(g) = groups {
+            if let Some(g) = s.groups() {
                 knobs.extend(g.written.iter().cloned());
+            }
+            knobs.extend(vm_knobs(&o.sets));
+            if let Some(m) = &o.mount {
+                s.mount_fresh(m)?;
             }
             s.settle(o.settle)?;
             if o.verbose {
                 eprint!("lab: [{n}/{total}] round {round} {sched} on {dev} ... ");
             }
+            let stat0 = s.bd.stat()?;
+            let sampler = DiskSampler::start(&s.bd, stat0.clone());
             let cpu0 = CpuTimes::now();
             let fr = s.run_fio(&job_path);
             let cpu = CpuTimes::now().since(&cpu0);
+            let disk_log = sampler.finish();
+            let disk = s.bd.stat()?.since(&stat0);
+            s.unmount()?;
             let fr = match fr {
                 Ok(fr) => fr,
                 Err(e) => {
@@ -382,18 +496,23 @@ fn session(
                     dir,
                     &format!("round{round}-{sched}"),
                 )?;
+                let p = dir.join(format!("round{round}-{sched}-disk.csv"));
+                std::fs::write(&p, disk_log_csv(&disk_log))
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
             }
             let mut report = fio::parse_json(&fr.json, Some(jf))
                 .map_err(|e| format!("{sched}, round {round}: {e}"))?;
             report.elevator.scheduler = sched.clone();
             report.elevator.device = dev.clone();
             report.elevator.knobs = knobs;
+            report.elevator.disk_stats = Some(disk);
             let run = LabRun {
                 scheduler: sched.clone(),
                 round,
                 report,
                 cpu,
                 wall_ns: fr.wall.as_nanos() as Ns,
+                disk_log,
             };
             if o.verbose {
                 let ios: u64 = run
@@ -438,6 +557,14 @@ fn session(
         ));
     }
     Ok(())
+}
+
+/// The `vm.*` settings as the run's knobs (name as given, value).
+fn vm_knobs(sets: &[(String, String)]) -> Vec<(String, String)> {
+    sets.iter()
+        .filter(|(k, _)| k.starts_with("vm."))
+        .cloned()
+        .collect()
 }
 
 /// The table columns of a session, skipped schedulers after the measured ones.

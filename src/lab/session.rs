@@ -19,7 +19,9 @@
 use super::cgroup::{self, Groups};
 use super::device::{BlockDev, Queue, QueueGuard};
 use super::fio::{self, FioRun};
+use super::fsmount::{self, FsSpec};
 use super::journal::{self, Journal};
+use super::sysctl;
 use super::{signal, LabError, TempDir};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -37,6 +39,10 @@ pub struct Session {
     guard: Option<QueueGuard>,
     work: Option<TempDir>,
     groups: Option<Groups>,
+    /// The `vm.*` sysctls before the session wrote any.
+    sysctls_saved: Option<Vec<(String, String)>>,
+    /// Where the run's file system is mounted (`--mount`).
+    mounted: Option<PathBuf>,
 }
 
 /// Recover earlier runs, printing what was done; the problems are returned.
@@ -130,6 +136,8 @@ impl Session {
             guard: Some(guard),
             work: Some(work),
             groups: None,
+            sysctls_saved: None,
+            mounted: None,
         })
     }
 
@@ -160,6 +168,62 @@ impl Session {
         self.groups.as_ref()
     }
 
+    /// Write `vm.*` sysctls (checked by [`sysctl::split`]), their values
+    /// before journaled first; restored by [`Session::finish`].
+    pub fn set_sysctls(&mut self, vm: &[(String, String)]) -> Result<(), String> {
+        if vm.is_empty() {
+            return Ok(());
+        }
+        if self.sysctls_saved.is_none() {
+            let saved = sysctl::snapshot()?;
+            if let Some(j) = &self.journal {
+                j.record_sysctls(&saved)?;
+            }
+            self.sysctls_saved = Some(saved);
+        }
+        let problems = sysctl::write_all(vm);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+
+    /// Where `--mount` puts the run's file system.
+    pub fn mount_point(&self) -> PathBuf {
+        self.work().join("mnt")
+    }
+
+    /// A fresh ext4 on the device, mounted with `spec`'s options at `mnt`
+    /// inside the working directory; returns the mount point. The
+    /// exclusive hold is given up first (mkfs and the mount claim the
+    /// device themselves; a mounted file system keeps others out).
+    pub fn mount_fresh(&mut self, spec: &FsSpec) -> Result<PathBuf, String> {
+        self.unmount()?;
+        self.hold = None;
+        let mnt = self.mount_point();
+        std::fs::create_dir_all(&mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
+        if let Some(j) = &self.journal {
+            j.add_mount(&mnt)?;
+        }
+        fsmount::mkfs(&self.bd.path)?;
+        self.mounted = Some(mnt.clone());
+        fsmount::mount(&self.bd.path, &mnt, spec)?;
+        Ok(mnt)
+    }
+
+    /// Unmount the run's file system, if one is mounted.
+    pub fn unmount(&mut self) -> Result<(), String> {
+        if let Some(m) = self.mounted.clone() {
+            fsmount::unmount(&m)?;
+            self.mounted = None;
+            if let Some(j) = &self.journal {
+                j.remove_mount(&m)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Sleep, but return early with an error when a signal arrives.
     pub fn settle(&self, d: Duration) -> Result<(), String> {
         let end = Instant::now() + d;
@@ -188,11 +252,28 @@ impl Session {
 
     fn cleanup(&mut self) -> Vec<String> {
         let mut problems = Vec::new();
+        // The file system first: fio is done, and the working directory
+        // holds its mount point.
+        let unmounted = match self.unmount() {
+            Ok(()) => true,
+            Err(e) => {
+                problems.push(e);
+                false
+            }
+        };
+        if let Some(saved) = self.sysctls_saved.take() {
+            problems.extend(sysctl::restore(&saved));
+        }
         if let Some(mut g) = self.guard.take() {
             problems.extend(g.restore());
         }
         if let Some(mut g) = self.groups.take() {
             problems.extend(g.remove());
+        }
+        if !unmounted {
+            if let Some(mut w) = self.work.take() {
+                w.keep();
+            }
         }
         if let Some(mut w) = self.work.take() {
             let p = w.path().to_path_buf();

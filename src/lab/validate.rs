@@ -27,6 +27,11 @@ pub struct SimSettings {
     pub sets: Vec<(String, String)>,
     pub max_runtime: Option<Ns>,
     pub cpus: usize,
+    /// The machine's memory (bytes), for the dirty limits of buffered jobs;
+    /// None: the simulator's default.
+    pub memory: Option<u64>,
+    /// `--mount ext4[:OPTIONS]`, as the lab ran it.
+    pub mount: Option<String>,
 }
 
 /// Whether the simulator has this scheduler.
@@ -42,7 +47,9 @@ pub fn sets_for(scheduler: &str, sets: &[(String, String)]) -> Vec<(String, Stri
     sets.iter()
         .filter(|(k, _)| match k.strip_prefix("iosched/") {
             Some(t) => tunables.contains(&t),
-            None => QUEUE_KNOBS.contains(&k.as_str()) || k.starts_with("cpu/"),
+            None => {
+                QUEUE_KNOBS.contains(&k.as_str()) || k.starts_with("cpu/") || k.starts_with("vm.")
+            }
         })
         .cloned()
         .collect()
@@ -58,10 +65,28 @@ pub fn simulate_with(
     spec.device.name = s.profile.name.clone();
     spec.machine.cpus = s.cpus.clamp(1, crate::machine::MAX_CPUS as usize) as u32;
     spec.max_runtime_ns = s.max_runtime;
+    if let Some(m) = s.memory {
+        spec.machine.memory = m;
+    }
+    spec.mount = s.mount.clone();
     for (k, v) in sets_for(scheduler, &s.sets) {
         spec = spec.set(&k, &v);
     }
     run::run_on(&spec, &s.profile).map_err(|e| e.to_string())
+}
+
+/// This machine's memory (`MemTotal` of /proc/meminfo), bytes.
+pub fn machine_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
 }
 
 /// CPUs of this machine (the simulator's `--cpus` for lab comparisons).
