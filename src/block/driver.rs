@@ -200,5 +200,7 @@ pub trait Device {
     /// without the [`CPU_WORK`] mark): run it on `cpus`.
     fn cpu_work(&mut self, _now: Ns, _token: u64, _cpus: &mut DeviceCpus, _out: &mut DeviceOut) {}
     /// Volatile write cache setting (`write_cache` sysfs): true = "write back".
-    fn set_write_cache(&mut self, _write_back: bool) {}
+    /// Every model takes it (no default): the kernel lets any queue's flag be
+    /// written, and a model that ignored it would be a silent default.
+    fn set_write_cache(&mut self, write_back: bool);
 }

@@ -126,6 +126,11 @@ impl Device for Loop {
     fn limits(&self) -> &QueueLimits {
         &self.limits
     }
+    fn set_write_cache(&mut self, write_back: bool) {
+        // Flushes then reach the model (a loop worker's vfs_fsync, a
+        // RAM disk's no-op) instead of being completed by the block layer.
+        self.limits.write_cache = write_back;
+    }
 
     fn submit(&mut self, now: Ns, cmd: &DeviceCmd, out: &mut DeviceOut) -> Submit {
         let cost = self.cost(cmd.op, cmd.bytes());

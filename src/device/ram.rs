@@ -52,6 +52,11 @@ impl Device for Ram {
     fn limits(&self) -> &QueueLimits {
         &self.limits
     }
+    fn set_write_cache(&mut self, write_back: bool) {
+        // Flushes then reach the model (a loop worker's vfs_fsync, a
+        // RAM disk's no-op) instead of being completed by the block layer.
+        self.limits.write_cache = write_back;
+    }
     fn submit(&mut self, now: Ns, cmd: &DeviceCmd, out: &mut DeviceOut) -> Submit {
         let q = cmd.hwq as usize % self.busy_until.len();
         let copy = cmd.bytes() * NS_PER_SEC / self.p.bandwidth;
