@@ -235,3 +235,20 @@ fn fsync_writes_back_then_flushes() {
     assert_eq!(ds.write_ios, 0, "all absorbed");
     assert!(r.jobs[0].stats.runtime_ns() < 50 * NS_PER_MS);
 }
+
+#[test]
+fn a_time_based_reader_misses_again_on_every_pass_unless_invalidate_is_off() {
+    let text = job("buffered-wrap-invalidate.fio");
+    let reads = |r: &RunReport| r.elevator.disk_stats.as_ref().unwrap().read_ios;
+    let again = run(&spec("wrap", &text));
+    let kept = run(&spec("wrap", &text.replace("[r]", "[r]\ninvalidate=0")));
+    // 256 pages per pass: the first pass reads each once, then all hits.
+    assert_eq!(reads(&kept), 256, "invalidate=0 reads the file once");
+    let passes = again.jobs[0].stats.total_ios(Ddir::Read) / 256;
+    assert!(passes >= 4, "only {passes} passes in 200 ms");
+    assert!(
+        reads(&again) >= 256 * passes,
+        "{} device reads for {passes} passes",
+        reads(&again)
+    );
+}

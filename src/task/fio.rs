@@ -17,7 +17,7 @@ use crate::job::{Ddir, EngineKind, FadviseHint, JobSpec, SyncIo};
 use crate::sim::event::Event;
 use crate::sim::time::Ns;
 use crate::stats::JobStats;
-use crate::workload::{Generator, IoUnit, RateLimiter, Region};
+use crate::workload::{Generator, IoUnit, RateLimiter, Region, Wrapped};
 use std::collections::VecDeque;
 
 /// Where a job is in its life.
@@ -280,6 +280,33 @@ impl FioJob {
         }
     }
 
+    /// A file began a new pass: as at open, `invalidate` drops its clean
+    /// pages (fio's loop_cache_invalidate, io_u.c: posix_fadvise DONTNEED
+    /// when a time_based job wraps or its random map is used up; a new
+    /// loop reopens the files). The writeback DONTNEED starts for dirty
+    /// pages is not modelled.
+    fn invalidate_wrapped(&mut self, cx: &mut TaskCx) {
+        let Some(g) = self.gen.as_mut() else {
+            return;
+        };
+        let which = g.take_wrapped();
+        if which == Wrapped::None || !self.buffered || !self.spec.invalidate || self.spec.pre_read {
+            return;
+        }
+        let Some(cache) = cx.cache.as_deref_mut() else {
+            return;
+        };
+        for (i, r) in self.files.iter().enumerate() {
+            if which != Wrapped::All && which != Wrapped::File(i) {
+                continue;
+            }
+            let (first, end) = (r.start / PAGE, (r.start + r.len).div_ceil(PAGE));
+            if let Some(file) = cache.file_of(first) {
+                cache.invalidate(file, first, end);
+            }
+        }
+    }
+
     /// A bio of this job completed at `at` (`tag` is its I/O unit).
     pub fn bio_done(&mut self, task: &mut Task, tag: u32, at: Ns, cx: &mut TaskCx) {
         if tag >= RA_TAG_BASE {
@@ -454,6 +481,7 @@ impl FioJob {
                         break;
                     }
                     Some(io) => {
+                        self.invalidate_wrapped(cx);
                         let due = match self.rate.as_mut() {
                             Some(r) => r.issue_at(now, self.start, io.ddir, io.len),
                             None => now,

@@ -135,6 +135,8 @@ pub struct Generator {
     max_ios: u64,
     ios: u64,
     time_based: bool,
+    /// Which files began a new pass with the last I/O.
+    wrapped: Wrapped,
     rng_ddir: ChaCha8Rng,
     rng_bs: ChaCha8Rng,
     rng_off: ChaCha8Rng,
@@ -296,6 +298,7 @@ impl Generator {
                 .map_or(u64::MAX, |n| n.saturating_mul(loops)),
             ios: 0,
             time_based: spec.time_based,
+            wrapped: Wrapped::None,
             rng_ddir,
             rng_bs,
             rng_off,
@@ -359,8 +362,26 @@ impl Generator {
         Some(io)
     }
 
+    /// Files that began a new pass since the last call: fio then drops
+    /// their cached pages when `invalidate=1` (a time_based wrap calls
+    /// `loop_cache_invalidate` in io_u.c; a new loop reopens the files,
+    /// and opening invalidates).
+    pub fn take_wrapped(&mut self) -> Wrapped {
+        std::mem::replace(&mut self.wrapped, Wrapped::None)
+    }
+
+    #[cold]
+    fn note_wrap(&mut self, f: usize) {
+        self.wrapped = match self.wrapped {
+            Wrapped::None => Wrapped::File(f),
+            Wrapped::File(g) if g == f => Wrapped::File(f),
+            _ => Wrapped::All,
+        };
+    }
+
     #[cold]
     fn next_loop(&mut self) {
+        self.wrapped = Wrapped::All;
         self.loop_end = self.loop_end.saturating_add(self.loop_bytes);
         for f in &mut self.files {
             f.seq_next = [RESTART; 3];
@@ -389,6 +410,10 @@ impl Generator {
         let min = self.min_bs[i];
         let file = &mut self.files[f];
         let mut pos = file.seq_next[i];
+        if pos != RESTART && pos > file.len - min {
+            self.note_wrap(f);
+        }
+        let file = &mut self.files[f];
         if pos == RESTART || pos > file.len - min {
             pos = if self.seq_add < 0 {
                 // Backwards: the last whole block.
@@ -423,7 +448,13 @@ impl Generator {
             self.rand_run_left = self.rand_run - 1;
         }
         let block = if self.zoned.is_empty() {
-            self.rand[f * self.groups + self.group_of[i]].next(&mut self.rng_off)
+            let picker = &mut self.rand[f * self.groups + self.group_of[i]];
+            let passes = picker.passes();
+            let b = picker.next(&mut self.rng_off);
+            if picker.passes() != passes {
+                self.note_wrap(f);
+            }
+            b
         } else {
             self.zoned[f * 3 + i].next(&mut self.rng_off)
         };
@@ -449,6 +480,16 @@ impl Generator {
             .get(file * self.groups + self.group_of[ddir.index()])
             .map(RandomBlocks::blocks)
     }
+}
+
+/// Files that began a new pass ([`Generator::take_wrapped`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wrapped {
+    None,
+    /// This file (index in the job's layout).
+    File(usize),
+    /// Every file (a new loop, or several files at once).
+    All,
 }
 
 fn ddir_name(d: Ddir) -> &'static str {

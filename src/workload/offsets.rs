@@ -102,6 +102,16 @@ impl RandomBlocks {
         self.n
     }
 
+    /// Passes begun after the first; always 0 without a random map (fio
+    /// never runs out of offsets then, so it never starts a pass).
+    pub fn passes(&self) -> u64 {
+        match &self.src {
+            Source::Perm(w) => w.passes(),
+            Source::Lfsr(w) => w.passes(),
+            _ => 0,
+        }
+    }
+
     #[inline]
     pub fn next(&mut self, rng: &mut impl RngCore) -> u64 {
         match &mut self.src {

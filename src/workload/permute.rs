@@ -85,6 +85,8 @@ pub struct PermWalker {
     /// 2^bits: the counter walks this domain, outputs >= n are skipped.
     domain: u64,
     counter: u64,
+    /// Passes begun after the first.
+    passes: u64,
 }
 
 impl PermWalker {
@@ -97,6 +99,7 @@ impl PermWalker {
             n,
             domain: 1u64 << bits,
             counter: 0,
+            passes: 0,
         }
     }
 
@@ -105,12 +108,18 @@ impl PermWalker {
         self.counter = self.domain;
     }
 
+    /// Passes begun after the first (the map was used up, or `new_pass`).
+    pub fn passes(&self) -> u64 {
+        self.passes
+    }
+
     #[inline]
     pub fn next(&mut self, rng: &mut impl RngCore) -> u64 {
         loop {
             if self.counter >= self.domain {
                 self.mixer = Mixer::new(self.bits, rng);
                 self.counter = 0;
+                self.passes += 1;
             }
             let v = self.mixer.apply(self.counter);
             self.counter += 1;
@@ -220,6 +229,8 @@ pub struct LfsrWalker {
     n: u64,
     period: u64,
     steps: u64,
+    /// Passes begun after the first.
+    passes: u64,
 }
 
 impl LfsrWalker {
@@ -239,6 +250,7 @@ impl LfsrWalker {
             n,
             period,
             steps: period,
+            passes: 0,
         };
         w.restart(rng);
         w
@@ -255,6 +267,11 @@ impl LfsrWalker {
         self.steps = self.period;
     }
 
+    /// Passes begun after the first (the cycle was used up, or `new_pass`).
+    pub fn passes(&self) -> u64 {
+        self.passes
+    }
+
     pub fn width(&self) -> u32 {
         self.width
     }
@@ -264,6 +281,7 @@ impl LfsrWalker {
         loop {
             if self.steps >= self.period {
                 self.restart(rng);
+                self.passes += 1;
             }
             self.state = lfsr_step(self.state, self.mask);
             self.steps += 1;

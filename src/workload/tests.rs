@@ -838,3 +838,50 @@ fn zoned_abs_in_bytes() {
     let e = Generator::new(&s, &one_file(0, len), 5).err().unwrap();
     assert!(e.contains("past the end"), "{e}");
 }
+
+#[test]
+fn wraps_are_reported_once_per_new_pass() {
+    // Sequential, time_based: the 5th I/O of a 4-block file starts pass 2.
+    let mut s = spec(RwPattern::Read);
+    s.time_based = true;
+    let mut g = Generator::new(&s, &one_file(0, 16 * KIB), 1).unwrap();
+    let mut seen = Vec::new();
+    for k in 0..12 {
+        g.next_io().unwrap();
+        if g.take_wrapped() != Wrapped::None {
+            seen.push(k);
+        }
+    }
+    assert_eq!(seen, [4, 8]);
+    // Random with a map: every 4 draws use it up; without one, never.
+    let mut r = spec(RwPattern::RandRead);
+    r.time_based = true;
+    let mut g = Generator::new(&r, &one_file(0, 16 * KIB), 1).unwrap();
+    let wraps = (0..12)
+        .filter(|_| {
+            g.next_io().unwrap();
+            g.take_wrapped() == Wrapped::File(0)
+        })
+        .count();
+    assert_eq!(wraps, 2);
+    r.norandommap = true;
+    let mut g = Generator::new(&r, &one_file(0, 16 * KIB), 1).unwrap();
+    assert!((0..12).all(|_| {
+        g.next_io().unwrap();
+        g.take_wrapped() == Wrapped::None
+    }));
+    // loops: a new loop reopens every file.
+    let mut l = spec(RwPattern::Read);
+    l.loops = 2;
+    let mut g = Generator::new(&l, &one_file(0, 8 * KIB), 1).unwrap();
+    let marks: Vec<Wrapped> = (0..4)
+        .map(|_| {
+            g.next_io().unwrap();
+            g.take_wrapped()
+        })
+        .collect();
+    assert_eq!(
+        marks,
+        [Wrapped::None, Wrapped::None, Wrapped::All, Wrapped::None]
+    );
+}
