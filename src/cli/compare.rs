@@ -129,7 +129,7 @@ pub fn cmd(argv: &[String]) -> Result<(), CliError> {
     }
     let (base, jf) = build_spec("compare", &p)?;
     let plans = plan(&base, &names)?;
-    notices(&jf);
+    notices(&jf, base.mount.as_deref());
     let long = jf
         .jobs
         .iter()

@@ -364,7 +364,7 @@ pub fn build_spec(cmd: &str, p: &Parsed) -> Result<(RunSpec, JobFile), CliError>
 }
 
 /// Notices about the job on stderr: ignored options, buffered I/O.
-pub fn notices(jf: &JobFile) {
+pub fn notices(jf: &JobFile, mount: Option<&str>) {
     if !jf.ignored.is_empty() {
         note(&format!(
             "ignored: {} (valid fio options the model does not use)",
@@ -376,10 +376,16 @@ pub fn notices(jf: &JobFile) {
         .iter()
         .any(|j| !j.direct && j.ioengine.kind != EngineKind::Null)
     {
-        note(
-            "note: buffered I/O (direct=0) goes through the page-cache model; files sit \
-             on the raw device (no ext4 journal: fsync is writeback + cache flush)",
-        );
+        note(&match mount {
+            Some(m) => format!(
+                "note: buffered I/O (direct=0) goes through the page-cache model; files are \
+                 on {m} (jbd2 commits, flushes and FUA as mounted)"
+            ),
+            None => "note: buffered I/O (direct=0) goes through the page-cache model; files sit \
+                     on the raw device (no ext4 journal: fsync is writeback + cache flush; \
+                     --mount ext4 puts them on a file system)"
+                .to_string(),
+        });
     }
     for j in &jf.jobs {
         if j.ioengine.kind == EngineKind::NotModelled && j.clone_index == 0 {
@@ -483,7 +489,7 @@ pub fn cmd(argv: &[String]) -> Result<(), CliError> {
     if p.flag("print-spec") {
         return emit(&(spec.to_json() + "\n"), p.get("output"));
     }
-    notices(&jf);
+    notices(&jf, spec.mount.as_deref());
     let rep = run_with_bar(&spec, !p.flag("no-progress"))?;
     for w in &rep.elevator.warnings {
         note(&format!("warning: {w}"));
