@@ -121,6 +121,19 @@ pub fn run(
     workdir: &Path,
     journal: Option<&Journal>,
 ) -> Result<FioRun, String> {
+    run_ticking(fio, jobfile, workdir, journal, &mut || {})
+}
+
+/// [`run`], calling `tick` every 20 ms while fio runs (on this thread: the
+/// lab stays single-threaded, so fio's guard is the child of the only
+/// thread and its parent-death signal cannot be raced).
+pub fn run_ticking(
+    fio: &Path,
+    jobfile: &Path,
+    workdir: &Path,
+    journal: Option<&Journal>,
+    tick: &mut dyn FnMut(),
+) -> Result<FioRun, String> {
     use std::os::unix::process::CommandExt;
     if let Some(sig) = signal::interrupted() {
         return Err(format!("interrupted by signal {sig}; fio not started"));
@@ -180,6 +193,7 @@ pub fn run(
                 _ => {}
             }
         }
+        tick();
         std::thread::sleep(Duration::from_millis(20));
     };
     // fio waits for its job processes before it exits, and the guard for

@@ -20,8 +20,6 @@ use crate::job::JobFile;
 use crate::report::RunReport;
 use crate::sim::time::Ns;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -108,43 +106,45 @@ fn dirty_kib() -> (u64, u64) {
     (field("Dirty:"), field("Writeback:"))
 }
 
-/// Samples `/sys/block/DISK/stat` on a thread until stopped.
+/// Samples `/sys/block/DISK/stat` every [`DISK_LOG_INTERVAL`] when polled
+/// (from fio's wait loop: no thread).
 struct DiskSampler {
-    stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<Vec<DiskSample>>,
+    stat: PathBuf,
+    base: DiskStatFields,
+    t0: Instant,
+    next: Duration,
+    log: Vec<DiskSample>,
 }
 
 impl DiskSampler {
     fn start(bd: &BlockDev, base: DiskStatFields) -> DiskSampler {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let stat = bd.sys.join("stat");
-        let handle = std::thread::spawn(move || {
-            let t0 = Instant::now();
-            let mut log = Vec::new();
-            while !flag.load(Ordering::Relaxed) {
-                std::thread::sleep(DISK_LOG_INTERVAL);
-                let Ok(text) = std::fs::read_to_string(&stat) else {
-                    break;
-                };
-                if let Ok(f) = DiskStatFields::parse(&text) {
-                    let (dirty, wb) = dirty_kib();
-                    log.push(DiskSample {
-                        ms: t0.elapsed().as_millis() as u64,
-                        stat: f.since(&base),
-                        dirty_kib: dirty,
-                        writeback_kib: wb,
-                    });
-                }
-            }
-            log
-        });
-        DiskSampler { stop, handle }
+        DiskSampler {
+            stat: bd.sys.join("stat"),
+            base,
+            t0: Instant::now(),
+            next: DISK_LOG_INTERVAL,
+            log: Vec::new(),
+        }
     }
 
-    fn finish(self) -> Vec<DiskSample> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.handle.join().unwrap_or_default()
+    fn poll(&mut self) {
+        let now = self.t0.elapsed();
+        if now < self.next {
+            return;
+        }
+        self.next = now + DISK_LOG_INTERVAL;
+        let Ok(text) = std::fs::read_to_string(&self.stat) else {
+            return;
+        };
+        if let Ok(f) = DiskStatFields::parse(&text) {
+            let (dirty, wb) = dirty_kib();
+            self.log.push(DiskSample {
+                ms: now.as_millis() as u64,
+                stat: f.since(&self.base),
+                dirty_kib: dirty,
+                writeback_kib: wb,
+            });
+        }
     }
 }
 
@@ -471,11 +471,11 @@ fn session(
                 eprint!("lab: [{n}/{total}] round {round} {sched} on {dev} ... ");
             }
             let stat0 = s.bd.stat()?;
-            let sampler = DiskSampler::start(&s.bd, stat0.clone());
+            let mut sampler = DiskSampler::start(&s.bd, stat0.clone());
             let cpu0 = CpuTimes::now();
-            let fr = s.run_fio(&job_path);
+            let fr = s.run_fio_ticking(&job_path, &mut || sampler.poll());
             let cpu = CpuTimes::now().since(&cpu0);
-            let disk_log = sampler.finish();
+            let disk_log = sampler.log;
             let disk = s.bd.stat()?.since(&stat0);
             s.unmount()?;
             let fr = match fr {

@@ -244,6 +244,11 @@ impl Session {
         fio::run(&self.fio, job, self.work(), self.journal.as_ref())
     }
 
+    /// [`Session::run_fio`], calling `tick` every 20 ms while fio runs.
+    pub fn run_fio_ticking(&self, job: &Path, tick: &mut dyn FnMut()) -> Result<FioRun, String> {
+        fio::run_ticking(&self.fio, job, self.work(), self.journal.as_ref(), tick)
+    }
+
     /// Restore, clean up and close the journal; returns what could not be
     /// restored (the journal then stays).
     pub fn finish(mut self) -> Vec<String> {
