@@ -357,6 +357,10 @@ impl LockState {
             return;
         };
         *slot = t;
+        if self.tail == c && t != Ns::MAX {
+            // Already the latest user (a CPU taking the lock again).
+            return;
+        }
         if self.in_recent[c as usize] {
             self.unlink(c);
         }
