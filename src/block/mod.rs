@@ -1040,7 +1040,12 @@ impl BlockLayer {
             return;
         }
         // kblockd runs the queue on a CPU mapped to it.
-        let cpu = self.q.hctx_first_cpu.get(hctx as usize).copied().unwrap_or(0);
+        let cpu = self
+            .q
+            .hctx_first_cpu
+            .get(hctx as usize)
+            .copied()
+            .unwrap_or(0);
         self.cpu.begin(cpu, env.now);
         self.delayed_run_inner(env, hctx);
         self.cpu.end();

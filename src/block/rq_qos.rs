@@ -755,10 +755,7 @@ mod block_tests {
         let inv = &h.bl.inv;
         assert_eq!(inv.bios_submitted, inv.bios_completed);
         assert_eq!(h.bl.live_requests(), 0);
-        assert!(
-            !h.bl.qos.holds_tasks(),
-            "no task left inside the throttle"
-        );
+        assert!(!h.bl.qos.holds_tasks(), "no task left inside the throttle");
     }
 
     #[test]

@@ -190,7 +190,10 @@ fn repeated_empty_dispatch_is_remembered_until_a_hook_runs() {
     h.finish(a);
     assert!(h.sched.in_service_queue().is_some(), "plugged");
     assert_eq!(h.dispatch(), None);
-    assert!(h.sched.idle_memo.is_some(), "a quiet empty dispatch is kept");
+    assert!(
+        h.sched.idle_memo.is_some(),
+        "a quiet empty dispatch is kept"
+    );
     assert_eq!(h.dispatch(), None);
     let b = h.read(8, 8);
     assert!(h.sched.idle_memo.is_none(), "the insert forgets it");
