@@ -1454,10 +1454,13 @@ impl BlockLayer {
                 // Same as run_hw_queue(h), which does nothing for a queue
                 // with an empty dispatch list and no scheduler work; a
                 // queue run never adds scheduler work, so asking first is exact.
-                let idle = self.hctxs[h].dispatch.is_empty()
-                    && !self.elv.as_ref().is_some_and(|e| e.has_work(h as u16));
-                if !idle {
+                if !self.hctxs[h].dispatch.is_empty() || self.elv_props.legacy {
                     self.run_hw_queue(env, h);
+                } else if self.elv.as_ref().is_some_and(|e| e.has_work(h as u16)) {
+                    // run_hw_queue's own path here (not frozen, not legacy,
+                    // not the 4.11-4.14 loop: those returned above), without
+                    // asking has_work a second time.
+                    self.dispatch_sched(env, h, true);
                 }
             }
         } else {
