@@ -45,6 +45,8 @@ pub struct QueueInfo {
     pub cpu_ctx: Vec<u16>,
     /// Software queues mapped to each hardware queue (`hctx->nr_ctx`).
     pub hctx_nr_ctx: Vec<u16>,
+    /// Hardware queue → the first CPU mapped to it (where kblockd runs it).
+    pub hctx_first_cpu: Vec<u16>,
     /// The kernel version the queue runs as (`--kernel`; crate::kernel):
     /// schedulers whose algorithm changed between versions read it.
     pub kernel: crate::kernel::Version,
@@ -59,8 +61,12 @@ impl QueueInfo {
         let mut cpu_hctx = Vec::with_capacity(nr_cpus);
         let mut cpu_ctx = Vec::with_capacity(nr_cpus);
         let mut hctx_nr_ctx = vec![0u16; nr_hw];
+        let mut hctx_first_cpu = vec![0u16; nr_hw];
         for cpu in 0..nr_cpus {
             let h = cpu * nr_hw / nr_cpus;
+            if hctx_nr_ctx[h] == 0 {
+                hctx_first_cpu[h] = cpu as u16;
+            }
             cpu_hctx.push(h as u16);
             cpu_ctx.push(hctx_nr_ctx[h]);
             hctx_nr_ctx[h] += 1;
@@ -75,6 +81,7 @@ impl QueueInfo {
             cpu_hctx,
             cpu_ctx,
             hctx_nr_ctx,
+            hctx_first_cpu,
             kernel: crate::kernel::NEWEST,
         }
     }

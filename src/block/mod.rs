@@ -255,7 +255,9 @@ pub struct BlockLayer {
     /// the waiters still queued they have entered the queue
     /// (`blk_queue_enter` holds `q_usage_counter` while `blk_mq_get_tag`
     /// sleeps), so a freeze lets them through and its drain waits for them.
+    /// Counted per pid (hundreds may wait at once); `tag_woken_n` is the sum.
     tag_woken: Vec<u32>,
+    tag_woken_n: u32,
     cgroups: CgroupTree,
     /// `iosched/NAME=VALUE` settings applied to every scheduler that has NAME.
     iosched_settings: Vec<(String, String)>,
@@ -391,6 +393,7 @@ impl BlockLayer {
             switch_log: Vec::new(),
             freeze_waiters: Vec::new(),
             tag_woken: Vec::new(),
+            tag_woken_n: 0,
             cgroups,
             iosched_settings,
             stats: DiskStats::default(),
@@ -643,9 +646,10 @@ impl BlockLayer {
         mut plug: Option<&mut Plug>,
     ) -> SubmitResult {
         let mut entered = false;
-        if !self.tag_woken.is_empty() {
-            if let Some(i) = self.tag_woken.iter().position(|&p| p == b.pid) {
-                self.tag_woken.swap_remove(i);
+        if self.tag_woken_n > 0 {
+            if let Some(n) = self.tag_woken.get_mut(b.pid as usize).filter(|n| **n > 0) {
+                *n -= 1;
+                self.tag_woken_n -= 1;
                 entered = true;
             }
         }
@@ -1036,7 +1040,12 @@ impl BlockLayer {
             return;
         }
         // kblockd runs the queue on a CPU mapped to it.
-        let cpu = self.q.cpu_hctx.iter().position(|&h| h == hctx).unwrap_or(0) as u16;
+        let cpu = self
+            .q
+            .hctx_first_cpu
+            .get(hctx as usize)
+            .copied()
+            .unwrap_or(0);
         self.cpu.begin(cpu, env.now);
         self.delayed_run_inner(env, hctx);
         self.cpu.end();
@@ -1445,10 +1454,13 @@ impl BlockLayer {
                 // Same as run_hw_queue(h), which does nothing for a queue
                 // with an empty dispatch list and no scheduler work; a
                 // queue run never adds scheduler work, so asking first is exact.
-                let idle = self.hctxs[h].dispatch.is_empty()
-                    && !self.elv.as_ref().is_some_and(|e| e.has_work(h as u16));
-                if !idle {
+                if !self.hctxs[h].dispatch.is_empty() || self.elv_props.legacy {
                     self.run_hw_queue(env, h);
+                } else if self.elv.as_ref().is_some_and(|e| e.has_work(h as u16)) {
+                    // run_hw_queue's own path here (not frozen, not legacy,
+                    // not the 4.11-4.14 loop: those returned above), without
+                    // asking has_work a second time.
+                    self.dispatch_sched(env, h, true);
                 }
             }
         } else {
@@ -1561,7 +1573,11 @@ impl BlockLayer {
         }
         self.rqs.free(rq);
         if let Some(pid) = self.hctxs[hctx].tag_waiters.pop_front() {
-            self.tag_woken.push(pid);
+            if self.tag_woken.len() <= pid as usize {
+                self.tag_woken.resize(pid as usize + 1, 0);
+            }
+            self.tag_woken[pid as usize] += 1;
+            self.tag_woken_n += 1;
             env.woken.push(pid);
         }
     }
@@ -1637,7 +1653,7 @@ impl BlockLayer {
     /// queue (waiting for a tag, woken for one, or inside rq-qos throttle).
     fn drained(&self) -> bool {
         self.rqs.live() == 0
-            && self.tag_woken.is_empty()
+            && self.tag_woken_n == 0
             && self.hctxs.iter().all(|h| h.tag_waiters.is_empty())
             && !self.qos.holds_tasks()
     }

@@ -202,8 +202,11 @@ pub enum TaskStage {
 pub struct RqQos {
     policies: Vec<Slot>,
     next_serial: u64,
-    /// Tasks between `throttle` and allocation (few: a linear list).
-    tasks: Vec<(u32, TaskStage)>,
+    /// Tasks between `throttle` and allocation, by pid (with many tasks
+    /// waiting for a tag, hundreds are inside at once).
+    tasks: Vec<Option<TaskStage>>,
+    /// How many entries of `tasks` are `Some`.
+    inside: usize,
 }
 
 impl RqQos {
@@ -238,6 +241,7 @@ impl RqQos {
     pub fn remove(&mut self, id: RqQosId) -> Option<Box<dyn RqQosPolicy>> {
         let i = self.policies.iter().position(|s| s.policy.id() == id)?;
         self.tasks.clear();
+        self.inside = 0;
         Some(self.policies.remove(i).policy)
     }
     /// Policy ids in calling order.
@@ -247,22 +251,26 @@ impl RqQos {
 
     /// Some task is between `throttle` and allocation.
     pub fn holds_tasks(&self) -> bool {
-        !self.tasks.is_empty()
+        self.inside > 0
     }
     /// Where task `pid` is inside the throttle, if anywhere.
     #[inline]
     pub fn stage(&self, pid: u32) -> Option<TaskStage> {
-        self.tasks.iter().find(|(p, _)| *p == pid).map(|(_, s)| *s)
+        self.tasks.get(pid as usize).copied().flatten()
     }
     fn set_stage(&mut self, pid: u32, stage: Option<TaskStage>) {
-        let at = self.tasks.iter().position(|(p, _)| *p == pid);
-        match (at, stage) {
-            (Some(i), Some(s)) => self.tasks[i].1 = s,
-            (Some(i), None) => {
-                self.tasks.swap_remove(i);
+        let i = pid as usize;
+        if i >= self.tasks.len() {
+            if stage.is_none() {
+                return;
             }
-            (None, Some(s)) => self.tasks.push((pid, s)),
-            (None, None) => {}
+            self.tasks.resize(i + 1, None);
+        }
+        let old = std::mem::replace(&mut self.tasks[i], stage);
+        match (old.is_some(), stage.is_some()) {
+            (false, true) => self.inside += 1,
+            (true, false) => self.inside -= 1,
+            _ => {}
         }
     }
 
@@ -747,10 +755,7 @@ mod block_tests {
         let inv = &h.bl.inv;
         assert_eq!(inv.bios_submitted, inv.bios_completed);
         assert_eq!(h.bl.live_requests(), 0);
-        assert!(
-            h.bl.qos.tasks.is_empty(),
-            "no task left inside the throttle"
-        );
+        assert!(!h.bl.qos.holds_tasks(), "no task left inside the throttle");
     }
 
     #[test]

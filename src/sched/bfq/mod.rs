@@ -232,6 +232,16 @@ pub struct Bfq {
     // What the hook asks of the block layer.
     out_timer: Option<(Ns, u64)>,
     out_kick: bool,
+    /// The last dispatch found nothing to do and changed nothing (the
+    /// in-service queue is plugged and nothing can be injected, or no queue
+    /// is busy): set by `dispatch_request` on those paths only.
+    quiet_none: bool,
+    /// (time, rotational) of a quiet empty dispatch with no hook since:
+    /// another dispatch with the same inputs finds the same state and
+    /// returns nothing again without walking the decision. The block layer
+    /// asks every hardware queue in turn after a completion (64 asks on a
+    /// 64-CPU nvme), and each empty ask re-runs its queue 3 ms later.
+    idle_memo: Option<(Ns, bool)>,
     /// Set at `init`.
     initialised: bool,
 }
@@ -318,6 +328,8 @@ impl Bfq {
             last_now: t,
             out_timer: None,
             out_kick: false,
+            quiet_none: false,
+            idle_memo: None,
             initialised: false,
         };
         b.set_device(true, t);
@@ -407,6 +419,8 @@ impl Bfq {
     /// End of a hook: free queues whose last reference went away, hand
     /// timers, queue runs and CPU cost over to the block layer.
     fn flush(&mut self, ctx: &mut SchedCtx) {
+        // Any hook may change what a dispatch would find.
+        self.idle_memo = None;
         self.reap();
         if let Some((at, tok)) = self.out_timer.take() {
             ctx.arm_timer(at, tok);
@@ -1010,8 +1024,11 @@ impl Bfq {
             self.expire(rqs, t, q, false, Reason::BudgetTimeout);
             q = NIL;
         }
+        // Nothing changed yet: the in-service queue stays as it was.
+        let mut untouched = q != NIL;
         loop {
             if q == NIL {
+                untouched = false;
                 q = self.set_next_in_service(t);
                 if q == NIL {
                     return NIL;
@@ -1034,7 +1051,11 @@ impl Bfq {
             if self.q[q as usize].wait_request
                 || (self.q[q as usize].dispatched != 0 && self.better_to_idle(q))
             {
-                return self.injection_source(rqs, q);
+                let steps = self.wf.steps;
+                let src = self.injection_source(rqs, q);
+                // Plugged with nothing to inject, found without a walk.
+                self.quiet_none = untouched && src == NIL && self.wf.steps == steps;
+                return src;
             }
             self.expire(rqs, t, q, false, Reason::NoMoreRequests);
             q = NIL;
@@ -1077,9 +1098,11 @@ impl Bfq {
             return Some(rq);
         }
         if self.wf.tot_busy_queues() == 0 {
+            self.quiet_none = true;
             return None;
         }
         if self.strict_guarantees && self.tot_rq_in_driver > 0 {
+            self.quiet_none = true;
             return None;
         }
         let q = self.select_queue(rqs, t);
@@ -1441,10 +1464,12 @@ impl Elevator for Bfq {
     }
 
     fn init(&mut self, q: &QueueInfo) {
+        self.idle_memo = None;
         self.ensure_init(q);
     }
 
     fn depth_updated(&mut self, q: &QueueInfo) {
+        self.idle_memo = None;
         self.ensure_init(q);
         self.nr_requests = q.nr_requests;
         self.update_depths(q.nr_requests);
@@ -1455,6 +1480,7 @@ impl Elevator for Bfq {
     }
 
     fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), String> {
+        self.idle_memo = None;
         store_attr(self, "bfq", BFQ_ATTRS, name, value)
     }
 
@@ -1466,6 +1492,7 @@ impl Elevator for Bfq {
     }
 
     fn prepare_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
+        self.idle_memo = None;
         ctx.rqs[rq].elv = [0, 0];
     }
 
@@ -1495,10 +1522,24 @@ impl Elevator for Bfq {
     }
 
     fn dispatch(&mut self, ctx: &mut SchedCtx, _hctx: u16) -> Option<RqId> {
+        let key = (ctx.now, ctx.q.rotational);
+        if self.idle_memo == Some(key) {
+            return None;
+        }
         self.rotational = ctx.q.rotational;
         let t = self.now(ctx.now);
+        self.quiet_none = false;
         let rq = self.dispatch_request(ctx.rqs, t);
+        let quiet = rq.is_none()
+            && self.quiet_none
+            && self.wf.steps == 0
+            && self.wf.dead.is_empty()
+            && self.out_timer.is_none()
+            && !self.out_kick;
         self.flush(ctx);
+        if quiet {
+            self.idle_memo = Some(key);
+        }
         rq
     }
 
@@ -1556,6 +1597,7 @@ impl Elevator for Bfq {
     }
 
     fn timer(&mut self, ctx: &mut SchedCtx, token: u64) {
+        self.idle_memo = None;
         if self.idle_timer_event == Some(token) {
             self.idle_timer_event = None;
         }

@@ -178,6 +178,30 @@ fn an_emptied_sync_queue_plugs_the_device_until_its_next_request() {
     h.drain();
 }
 
+/// A plugged device answers repeated asks at one instant from memory, but
+/// any hook in between (here the plugged queue's next request, at the same
+/// instant) is seen by the next ask.
+#[test]
+fn repeated_empty_dispatch_is_remembered_until_a_hook_runs() {
+    let mut h = h();
+    let a = h.read(0, 8);
+    assert_eq!(h.dispatch(), Some(a));
+    h.advance_ms(1);
+    h.finish(a);
+    assert!(h.sched.in_service_queue().is_some(), "plugged");
+    assert_eq!(h.dispatch(), None);
+    assert!(
+        h.sched.idle_memo.is_some(),
+        "a quiet empty dispatch is kept"
+    );
+    assert_eq!(h.dispatch(), None);
+    let b = h.read(8, 8);
+    assert!(h.sched.idle_memo.is_none(), "the insert forgets it");
+    assert_eq!(h.dispatch(), Some(b));
+    h.finish_all();
+    h.drain();
+}
+
 #[test]
 fn idle_timer_expires_a_queue_that_stays_empty() {
     let mut h = h();
