@@ -12,16 +12,10 @@
 //! or two per task) apart from device completions and timers (one per request
 //! in flight): most pops then sift through a heap of a few entries, and the
 //! (time, sequence) keys keep one total order across both heaps.
-//!
-//! Many events are scheduled a fixed delay after the current time (a queue
-//! re-run 3 ms on after an empty dispatch, a queue run "now"): such keys
-//! grow with each push, so they need no heap. Two FIFO lanes take every
-//! key not below the lane's last one; only the rest go to the heap. A pop
-//! takes the smallest head, so the order is the same as with one heap.
 
 use super::time::Ns;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// Who a timer belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -75,10 +69,8 @@ const SEQ_LIMIT: u64 = 1 << (64 - CODE_BITS);
 pub struct EventQueue {
     /// Task wake-ups.
     wakes: BinaryHeap<Reverse<u128>>,
-    /// Everything else that is not in a lane.
+    /// Everything else.
     heap: BinaryHeap<Reverse<u128>>,
-    /// Runs of increasing keys (each lane is sorted).
-    lanes: [VecDeque<u128>; 2],
     /// Events that do not fit in a key (device and elevator tokens).
     payload: Vec<Event>,
     free_slots: Vec<u32>,
@@ -96,7 +88,6 @@ impl EventQueue {
         EventQueue {
             wakes: BinaryHeap::new(),
             heap: BinaryHeap::new(),
-            lanes: [VecDeque::new(), VecDeque::new()],
             payload: Vec::new(),
             free_slots: Vec::new(),
             seq: 0,
@@ -163,59 +154,38 @@ impl EventQueue {
         if wake {
             self.wakes.push(Reverse(key));
         } else {
-            self.push_other(key);
+            self.heap.push(Reverse(key));
         }
-    }
-
-    /// A key that is not a task wake-up: onto a lane it extends, else the heap.
-    #[inline]
-    fn push_other(&mut self, key: u128) {
-        for lane in self.lanes.iter_mut() {
-            if lane.back().is_none_or(|&b| b < key) {
-                lane.push_back(key);
-                return;
-            }
-        }
-        self.heap.push(Reverse(key));
-    }
-
-    /// Where the smallest key is: 0 wake-ups, 1 heap, 2 and 3 the lanes.
-    #[inline]
-    fn first(&self) -> Option<(usize, u128)> {
-        let heads = [
-            self.wakes.peek().map(|Reverse(k)| *k),
-            self.heap.peek().map(|Reverse(k)| *k),
-            self.lanes[0].front().copied(),
-            self.lanes[1].front().copied(),
-        ];
-        let mut best: Option<(usize, u128)> = None;
-        for (i, k) in heads.into_iter().enumerate() {
-            if let Some(k) = k {
-                if best.is_none_or(|(_, b)| k < b) {
-                    best = Some((i, k));
-                }
-            }
-        }
-        best
     }
 
     pub fn pop(&mut self) -> Option<(Ns, Event)> {
-        let (from, key) = self.first()?;
-        match from {
-            0 => self.wakes.pop().map(|_| ()),
-            1 => self.heap.pop().map(|_| ()),
-            l => self.lanes[l - 2].pop_front().map(|_| ()),
+        let from_wakes = match (self.wakes.peek(), self.heap.peek()) {
+            (Some(Reverse(w)), Some(Reverse(h))) => w < h,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return None,
         };
+        let Reverse(key) = if from_wakes {
+            self.wakes.pop()
+        } else {
+            self.heap.pop()
+        }?;
         let ev = self.decode((key & CODE_MASK) as u32);
         Some(((key >> 64) as Ns, ev))
     }
 
     pub fn peek_time(&self) -> Option<Ns> {
-        self.first().map(|(_, k)| (k >> 64) as Ns)
+        let w = self.wakes.peek().map(|Reverse(k)| *k);
+        let h = self.heap.peek().map(|Reverse(k)| *k);
+        let first = match (w, h) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some((first >> 64) as Ns)
     }
 
     pub fn len(&self) -> usize {
-        self.wakes.len() + self.heap.len() + self.lanes[0].len() + self.lanes[1].len()
+        self.wakes.len() + self.heap.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -228,9 +198,6 @@ impl EventQueue {
         let mut keys: Vec<(u128, bool)> = Vec::with_capacity(self.len());
         keys.extend(self.wakes.drain().map(|Reverse(k)| (k, true)));
         keys.extend(self.heap.drain().map(|Reverse(k)| (k, false)));
-        for lane in self.lanes.iter_mut() {
-            keys.extend(lane.drain(..).map(|k| (k, false)));
-        }
         keys.sort_unstable();
         for (i, (k, wake)) in keys.into_iter().enumerate() {
             let time = k >> 64;
@@ -239,7 +206,7 @@ impl EventQueue {
             if wake {
                 self.wakes.push(Reverse(k));
             } else {
-                self.push_other(k);
+                self.heap.push(Reverse(k));
             }
         }
         self.seq = self.len() as u64;
@@ -278,12 +245,7 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             let r = x >> 33;
             if !r.is_multiple_of(3) || reference.is_empty() {
-                // Some at a fixed delay (they fill the lanes), the rest spread.
-                let at = if r.is_multiple_of(5) {
-                    now + 300
-                } else {
-                    now + (r % 7) * (r % 50)
-                };
+                let at = now + (r % 7) * (r % 50);
                 seq += 1;
                 let ev = if r.is_multiple_of(2) {
                     Event::wake(step)
