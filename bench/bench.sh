@@ -274,6 +274,8 @@ if command -v valgrind >/dev/null 2>&1; then
   done
 fi
 echo >> "$OUT"
+# BFQ against busy queues and groups (issue 9's scaling figures).
+SKIP_CEILINGS=1 QUICK="${QUICK:-0}" bench/bfq.sh >> "$OUT"
 echo "wrote $OUT" >&2
 # The README's figures come from this run, never by hand.
 python3 bench/readme.py

@@ -77,6 +77,9 @@ echo "| 1000 jobs in cgroups | simulated requests | mq-deadline | bfq | bfq ÷ m
 echo "|---|---:|---:|---:|---:|"
 for g in 1 10 100; do row "$g group(s)" 1000 "$g"; done
 echo
+# bench/bench.sh has every scheduler's ceilings; it asks for the first part only.
+[ "${SKIP_CEILINGS:-0}" = 1 ] && exit 0
+echo
 echo "## BFQ: CPU-cost ceilings on nvme"
 echo
 echo "Simulated IOPS of 4 KiB random reads at depth 128, one job per CPU, default CPU costs"
