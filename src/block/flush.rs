@@ -254,7 +254,7 @@ impl BlockLayer {
     pub(super) fn flush_end_io(&mut self, env: &mut Env, frq: RqId) {
         let (hctx, start) = (self.rqs[frq].hctx as usize, self.rqs[frq].start_ns);
         self.stats.flush_done(env.now, start);
-        if !self.qos.is_empty() {
+        if self.qos.wants(self.rqs[frq].op, super::rq_qos::hook::DONE) {
             self.qos_done(env, frq);
         }
         if self.rqs[frq].has(flags::TAG_BORROWED) {
@@ -296,7 +296,7 @@ impl BlockLayer {
             self.with_elv(env, |e, ctx| e.finish_request(ctx, rq));
             self.rqs[rq].flags &= !flags::USE_SCHED;
         }
-        if !self.qos.is_empty() {
+        if self.qos.wants(self.rqs[rq].op, super::rq_qos::hook::DONE) {
             self.qos_done(env, rq);
         }
         if self.elv.is_some() {

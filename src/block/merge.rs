@@ -110,7 +110,7 @@ impl BlockLayer {
         }
         // rq_qos_merge, once the limits allow the merge.
         let qos = !self.qos.is_empty();
-        if qos {
+        if self.qos.wants(b.op, super::rq_qos::hook::MERGE) {
             self.qos_merge(env, rq, b);
         }
         let bio = self.new_bio(b, env.now);

@@ -732,7 +732,9 @@ impl BlockLayer {
         if qos {
             self.qos.leave(b.pid);
             self.bios[bio as usize].qos_flags |= flags::BIO_QOS_THROTTLED;
-            self.qos_track(env, rq, b);
+            if self.qos.wants(b.op, rq_qos::hook::TRACK) {
+                self.qos_track(env, rq, b);
+            }
         }
         // PREFLUSH/FUA: the flush machinery may take the request (flush.rs).
         if b.flags & (flags::PREFLUSH | flags::FUA) != 0 && self.insert_flush(env, rq) {
@@ -777,7 +779,7 @@ impl BlockLayer {
             self.bios.push(bio);
             (self.bios.len() - 1) as u32
         };
-        if !self.qos.is_empty() {
+        if self.qos.wants(b.op, rq_qos::hook::DONE_BIO) {
             self.qos_keep_bio(i, b, now);
         }
         i
@@ -1118,7 +1120,7 @@ impl BlockLayer {
                     t.record(self.dev_clock, &self.rqs[rq]);
                 }
                 // blk_mq_start_request: rq_qos_issue.
-                if !self.qos.is_empty() {
+                if self.qos.wants(self.rqs[rq].op, rq_qos::hook::ISSUE) {
                     self.qos_issue(env, rq);
                 }
                 self.drain_device_out(env);
@@ -1126,7 +1128,7 @@ impl BlockLayer {
             }
             Submit::Busy => {
                 // BLK_STS_RESOURCE: __blk_mq_requeue_request calls rq_qos_requeue.
-                if !self.qos.is_empty() {
+                if self.qos.wants(self.rqs[rq].op, rq_qos::hook::REQUEUE) {
                     self.qos_requeue(env, rq);
                 }
                 self.drain_device_out(env);
@@ -1533,9 +1535,11 @@ impl BlockLayer {
     #[inline]
     fn end_bios(&mut self, env: &mut Env, rq: RqId) {
         let mut b = self.rqs[rq].bio_head;
+        // A request's bios share its op.
+        let done_bio = self.qos.wants(self.rqs[rq].op, rq_qos::hook::DONE_BIO);
         while b != u32::MAX {
             let bio = self.bios[b as usize];
-            if bio.qos_flags != 0 && !self.qos.is_empty() {
+            if bio.qos_flags != 0 && done_bio {
                 self.qos_done_bio(env, b);
             }
             env.done.push(BioDone {
@@ -1557,7 +1561,7 @@ impl BlockLayer {
         if use_sched {
             self.with_elv(env, |e, ctx| e.finish_request(ctx, rq));
         }
-        if !self.qos.is_empty() {
+        if self.qos.wants(self.rqs[rq].op, rq_qos::hook::DONE) {
             self.qos_done(env, rq);
         }
         let hctx = self.rqs[rq].hctx as usize;
@@ -1695,7 +1699,7 @@ impl BlockLayer {
         {
             ev.done = Some(env.now);
         }
-        if !self.qos.is_empty() {
+        if self.qos.wants_any(rq_qos::hook::DEPTH_CHANGED) {
             // nr_requests went back to the new scheduler's default.
             self.qos_depth_changed(env);
         }

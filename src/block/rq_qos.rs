@@ -42,6 +42,17 @@ use crate::cgroup::CgroupTree;
 use crate::cgroup::IoPrio;
 use crate::sim::time::{self, Ns};
 
+/// Every op, in [`op_index`] order.
+const OPS: [Op; 4] = [Op::Read, Op::Write, Op::Flush, Op::Discard];
+fn op_index(op: Op) -> usize {
+    match op {
+        Op::Read => 0,
+        Op::Write => 1,
+        Op::Flush => 2,
+        Op::Discard => 3,
+    }
+}
+
 /// `enum rq_qos_id` (block/blk-rq-qos.h): one policy of each kind per queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RqQosId {
@@ -146,9 +157,34 @@ impl<'a> QosCtx<'a> {
     }
 }
 
+/// The hooks of `struct rq_qos_ops` as bits: a policy names the ones it
+/// implements for each operation (the kernel leaves the hooks it lacks
+/// NULL, and WBT's own hooks return at once for the operations it does not
+/// watch), so the block layer does not build a context for a call that
+/// would do nothing.
+pub mod hook {
+    pub const THROTTLE: u16 = 1 << 0;
+    pub const TRACK: u16 = 1 << 1;
+    pub const MERGE: u16 = 1 << 2;
+    pub const ISSUE: u16 = 1 << 3;
+    pub const REQUEUE: u16 = 1 << 4;
+    pub const DONE: u16 = 1 << 5;
+    pub const DONE_BIO: u16 = 1 << 6;
+    pub const CLEANUP: u16 = 1 << 7;
+    pub const DEPTH_CHANGED: u16 = 1 << 8;
+    pub const ALL: u16 = (1 << 9) - 1;
+}
+
 /// A policy (`struct rq_qos_ops`); every hook is optional.
 pub trait RqQosPolicy {
     fn id(&self) -> RqQosId;
+    /// The hooks this policy acts in for bios and requests of `op`
+    /// ([`hook`] bits; `queue_depth_changed` counts if any op names it);
+    /// the others are not called. Must not change while the policy is
+    /// attached. Timers and attributes are always available.
+    fn hooks(&self, _op: Op) -> u16 {
+        hook::ALL
+    }
     /// Before a request is allocated for `bio`; `Wait` puts the task to sleep.
     fn throttle(&mut self, _ctx: &mut QosCtx, _bio: &QosBio) -> Throttle {
         Throttle::Go
@@ -201,6 +237,8 @@ pub enum TaskStage {
 #[derive(Default)]
 pub struct RqQos {
     policies: Vec<Slot>,
+    /// The union of the policies' [`RqQosPolicy::hooks`], per op.
+    hooks: [u16; OPS.len()],
     next_serial: u64,
     /// Tasks between `throttle` and allocation, by pid (with many tasks
     /// waiting for a tag, hundreds are inside at once).
@@ -217,6 +255,20 @@ impl RqQos {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.policies.is_empty()
+    }
+    /// Some policy acts in hook `h` (a [`hook`] bit) for `op`.
+    #[inline]
+    pub fn wants(&self, op: Op, h: u16) -> bool {
+        self.hooks[op_index(op)] & h != 0
+    }
+    /// Some policy acts in hook `h` for some op.
+    pub fn wants_any(&self, h: u16) -> bool {
+        self.hooks.iter().any(|&m| m & h != 0)
+    }
+    fn update_hooks(&mut self) {
+        for (i, &op) in OPS.iter().enumerate() {
+            self.hooks[i] = self.policies.iter().fold(0, |m, s| m | s.policy.hooks(op));
+        }
     }
     /// `rq_qos_add`: the new policy goes first; one policy per id (-EBUSY).
     pub fn add(&mut self, policy: Box<dyn RqQosPolicy>) -> Result<(), String> {
@@ -235,6 +287,7 @@ impl RqQos {
                 policy,
             },
         );
+        self.update_hooks();
         Ok(())
     }
     /// `rq_qos_del`.
@@ -242,7 +295,9 @@ impl RqQos {
         let i = self.policies.iter().position(|s| s.policy.id() == id)?;
         self.tasks.clear();
         self.inside = 0;
-        Some(self.policies.remove(i).policy)
+        let removed = self.policies.remove(i).policy;
+        self.update_hooks();
+        Some(removed)
     }
     /// Policy ids in calling order.
     pub fn ids(&self) -> Vec<RqQosId> {
@@ -284,6 +339,9 @@ impl RqQos {
         };
         for i in from..self.policies.len() {
             let s = &mut self.policies[i];
+            if s.policy.hooks(bio.op) & hook::THROTTLE == 0 {
+                continue;
+            }
             ctx.serial = s.serial;
             if s.policy.throttle(ctx, bio) == Throttle::Wait {
                 self.set_stage(bio.pid, Some(TaskStage::Waiting(i)));
@@ -300,35 +358,49 @@ impl RqQos {
     /// `rq_qos_cleanup` for a bio that passed every `throttle`.
     pub fn cleanup(&mut self, ctx: &mut QosCtx, bio: &QosBio) {
         self.leave(bio.pid);
-        self.each(ctx, |p, c| p.cleanup(c, bio));
+        self.each(ctx, Some(bio.op), hook::CLEANUP, |p, c| p.cleanup(c, bio));
     }
 
-    fn each(&mut self, ctx: &mut QosCtx, mut f: impl FnMut(&mut dyn RqQosPolicy, &mut QosCtx)) {
+    fn each(
+        &mut self,
+        ctx: &mut QosCtx,
+        op: Option<Op>,
+        h: u16,
+        mut f: impl FnMut(&mut dyn RqQosPolicy, &mut QosCtx),
+    ) {
         for s in self.policies.iter_mut() {
-            ctx.serial = s.serial;
-            f(s.policy.as_mut(), ctx);
+            let mask = match op {
+                Some(op) => s.policy.hooks(op),
+                None => OPS.iter().fold(0, |m, &o| m | s.policy.hooks(o)),
+            };
+            if mask & h != 0 {
+                ctx.serial = s.serial;
+                f(s.policy.as_mut(), ctx);
+            }
         }
     }
     pub fn track(&mut self, ctx: &mut QosCtx, rq: &mut Request, bio: &QosBio) {
-        self.each(ctx, |p, c| p.track(c, rq, bio));
+        self.each(ctx, Some(bio.op), hook::TRACK, |p, c| p.track(c, rq, bio));
     }
     pub fn merge(&mut self, ctx: &mut QosCtx, rq: &mut Request, bio: &QosBio) {
-        self.each(ctx, |p, c| p.merge(c, rq, bio));
+        self.each(ctx, Some(bio.op), hook::MERGE, |p, c| p.merge(c, rq, bio));
     }
     pub fn issue(&mut self, ctx: &mut QosCtx, rq: &mut Request) {
-        self.each(ctx, |p, c| p.issue(c, rq));
+        self.each(ctx, Some(rq.op), hook::ISSUE, |p, c| p.issue(c, rq));
     }
     pub fn requeue(&mut self, ctx: &mut QosCtx, rq: &mut Request) {
-        self.each(ctx, |p, c| p.requeue(c, rq));
+        self.each(ctx, Some(rq.op), hook::REQUEUE, |p, c| p.requeue(c, rq));
     }
     pub fn done(&mut self, ctx: &mut QosCtx, rq: &mut Request) {
-        self.each(ctx, |p, c| p.done(c, rq));
+        self.each(ctx, Some(rq.op), hook::DONE, |p, c| p.done(c, rq));
     }
     pub fn done_bio(&mut self, ctx: &mut QosCtx, bio: &QosBio) {
-        self.each(ctx, |p, c| p.done_bio(c, bio));
+        self.each(ctx, Some(bio.op), hook::DONE_BIO, |p, c| p.done_bio(c, bio));
     }
     pub fn queue_depth_changed(&mut self, ctx: &mut QosCtx) {
-        self.each(ctx, |p, c| p.queue_depth_changed(c));
+        self.each(ctx, None, hook::DEPTH_CHANGED, |p, c| {
+            p.queue_depth_changed(c)
+        });
     }
     /// The first policy's value of attribute `name`.
     pub fn attr(&self, name: &str) -> Option<u64> {

@@ -321,6 +321,19 @@ impl RqQosPolicy for Wbt {
     fn id(&self) -> RqQosId {
         RqQosId::Wbt
     }
+    /// `wbt_rqos_ops` (v6.17 blk-wbt.c) has no `merge` and no `done_bio`.
+    /// Reads are never throttled or tracked, only time-stamped (issue,
+    /// completion, the sync cookie); flushes are none of its business.
+    fn hooks(&self, op: Op) -> u16 {
+        use super::rq_qos::hook::*;
+        match op {
+            Op::Read => THROTTLE | ISSUE | REQUEUE | DONE | DEPTH_CHANGED,
+            Op::Flush => DEPTH_CHANGED,
+            Op::Write | Op::Discard => {
+                THROTTLE | TRACK | ISSUE | REQUEUE | DONE | CLEANUP | DEPTH_CHANGED
+            }
+        }
+    }
 
     fn throttle(&mut self, ctx: &mut QosCtx, bio: &QosBio) -> Throttle {
         if !self.enabled() {
