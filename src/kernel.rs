@@ -166,6 +166,10 @@ pub struct Era {
     /// kept for internal commands, 32 from 4.18.
     pub ata_queue_depth: u32,
     pub sched_depth: SchedDepth,
+    /// `blk_mq_run_hw_queues` with a single-queue scheduler (mq-deadline,
+    /// BFQ) runs only the current CPU's hardware queue and those with
+    /// requests on their dispatch list (5.12), not every one.
+    pub sq_sched_one_hctx: bool,
 }
 
 /// One behaviour that changed: from `since` on it is `after`, before it
@@ -247,6 +251,14 @@ pub static CHANGES: &[Change] = &[
         source: "5.0: block/blk-core.c legacy request_fn path, noop-iosched.c, deadline-iosched.c, cfq-iosched.c deleted",
         apply: |e, on| e.legacy_core = !on,
     },
+    Change {
+        since: Version::new(5, 12, 0),
+        what: "queue runs with a single-queue scheduler on several hardware queues",
+        before: "blk_mq_run_hw_queues runs every hardware queue",
+        after: "only the current CPU's hardware queue, and those with requests on their dispatch list",
+        source: "block/blk-mq.c blk_mq_run_hw_queues, blk_mq_get_sq_hctx (commit b6e68ee82585, merged for 5.12)",
+        apply: |e, on| e.sq_sched_one_hctx = on,
+    },
 ];
 
 impl Era {
@@ -260,6 +272,7 @@ impl Era {
             scsi_budget: false,
             ata_queue_depth: 31,
             sched_depth: SchedDepth::Fixed256,
+            sq_sched_one_hctx: false,
         };
         for c in CHANGES {
             (c.apply)(&mut e, v >= c.since);

@@ -899,9 +899,7 @@ impl BlockLayer {
         let all = self.core.runs.all;
         let one = std::mem::take(&mut self.core.runs.hctxs);
         if all {
-            for h in 0..self.hctxs.len() {
-                self.schedule_run(env, h as u16, env.now);
-            }
+            self.run_all_async(env);
         } else {
             for &h in &one {
                 if (h as usize) < self.hctxs.len() {
@@ -911,6 +909,28 @@ impl BlockLayer {
         }
         self.core.runs.hctxs = one;
         self.core.clear_requests();
+    }
+
+    /// `blk_mq_run_hw_queues(q, true)`: every hardware queue, or from 5.12
+    /// with a single-queue scheduler (mq-deadline, BFQ: one request list
+    /// for all of them) the current CPU's queue and those with requests on
+    /// their dispatch list (`blk_mq_get_sq_hctx`).
+    fn run_all_async(&mut self, env: &mut Env) {
+        for h in 0..self.hctxs.len() {
+            if self.runs_with_all(h) {
+                self.schedule_run(env, h as u16, env.now);
+            }
+        }
+    }
+
+    /// Whether a run of every hardware queue runs queue `h` (see
+    /// `run_all_async`).
+    fn runs_with_all(&self, h: usize) -> bool {
+        if !(self.elv_props.single_queue && self.era.sq_sched_one_hctx) {
+            return true;
+        }
+        let sq_hctx = self.q.cpu_hctx[self.cpu.current() as usize] as usize;
+        h == sq_hctx || !self.hctxs[h].dispatch.is_empty()
     }
 
     /// Insert a new (non-plugged) request, or issue it directly (§1.4).
@@ -1450,23 +1470,19 @@ impl BlockLayer {
             self.cpu.end();
             return;
         }
-        // Restart: a freed tag may let this queue (or a shared scheduler) go on.
-        if self.elv_props.single_queue && self.elv.is_some() && self.hctxs.len() > 1 {
+        // Restart (`blk_mq_sched_restart`): the freed tag lets the
+        // request's own queue go on; a single-queue scheduler hands its
+        // requests to whichever queue runs, so that one run serves them.
+        // Queues holding requests on their dispatch list wait for a tag of
+        // their own and are run too (the kernel's SCHED_RESTART on them;
+        // the model does not track which queue's tags freed up).
+        self.run_hw_queue(env, hctx);
+        if self.elv_props.single_queue && self.elv.is_some() {
             for h in 0..self.hctxs.len() {
-                // Same as run_hw_queue(h), which does nothing for a queue
-                // with an empty dispatch list and no scheduler work; a
-                // queue run never adds scheduler work, so asking first is exact.
-                if !self.hctxs[h].dispatch.is_empty() || self.elv_props.legacy {
+                if h != hctx && !self.hctxs[h].dispatch.is_empty() {
                     self.run_hw_queue(env, h);
-                } else if self.elv.as_ref().is_some_and(|e| e.has_work(h as u16)) {
-                    // run_hw_queue's own path here (not frozen, not legacy,
-                    // not the 4.11-4.14 loop: those returned above), without
-                    // asking has_work a second time.
-                    self.dispatch_sched(env, h, true);
                 }
             }
-        } else {
-            self.run_hw_queue(env, hctx);
         }
         self.cpu.end();
     }
@@ -1597,7 +1613,9 @@ impl BlockLayer {
         self.cpu.begin(0, env.now);
         self.with_elv(env, |e, ctx| e.timer(ctx, token));
         for h in 0..self.hctxs.len() {
-            self.run_hw_queue(env, h);
+            if self.runs_with_all(h) {
+                self.run_hw_queue(env, h);
+            }
         }
         self.cpu.end();
     }

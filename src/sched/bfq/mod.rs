@@ -238,9 +238,10 @@ pub struct Bfq {
     quiet_none: bool,
     /// (time, rotational) of a quiet empty dispatch with no hook since:
     /// another dispatch with the same inputs finds the same state and
-    /// returns nothing again without walking the decision. The block layer
-    /// asks every hardware queue in turn after a completion (64 asks on a
-    /// 64-CPU nvme), and each empty ask re-runs its queue 3 ms later.
+    /// returns nothing again without walking the decision. Before 5.12 a
+    /// queue run after `bfq_schedule_dispatch` or an idle timer asks every
+    /// hardware queue in turn (64 asks on a 64-CPU nvme), and each empty
+    /// ask re-runs its queue 3 ms later.
     idle_memo: Option<(Ns, bool)>,
     /// Set at `init`.
     initialised: bool,
