@@ -449,6 +449,9 @@ pub struct Features {
     /// The scheduler has a `completed_request` hook (the core skips the call
     /// when the kernel's op is NULL).
     pub completed_hook: bool,
+    /// Its completion hooks (`completed_request`, `finish_request`) take
+    /// no queue-wide lock, though the others do.
+    pub lockless_finish: bool,
 }
 
 /// One scheduler, as the kernel's `struct elevator_type` describes one.
@@ -504,6 +507,7 @@ pub const NO_ELEVATOR: ElevatorType = ElevatorType {
         core_merging: false,
         insert_merging: false,
         completed_hook: false,
+        lockless_finish: false,
     },
     cost: SchedCost {
         insert_ns: 0,

@@ -1616,6 +1616,7 @@ mod hook_tests {
             core_merging: true,
             insert_merging: false,
             completed_hook: true,
+            lockless_finish: false,
         },
         cost: SchedCost {
             insert_ns: 0,

@@ -299,6 +299,7 @@ struct ElvProps {
     insert_merging: bool,
     single_queue: bool,
     completed_hook: bool,
+    lockless_finish: bool,
 }
 
 impl ElvProps {
@@ -308,6 +309,7 @@ impl ElvProps {
             core_merging,
             insert_merging,
             completed_hook,
+            lockless_finish,
         } = t.features;
         ElvProps {
             legacy: t.is_legacy(),
@@ -315,6 +317,7 @@ impl ElvProps {
             insert_merging,
             single_queue,
             completed_hook,
+            lockless_finish,
         }
     }
 }
@@ -621,12 +624,12 @@ impl BlockLayer {
     }
 
     /// A blk-mq hook's work: under the queue lock for single-lock
-    /// schedulers, else under the lock the scheduler names for it (kyber's
+    /// schedulers (but for a completion they do without it), else under the lock the scheduler names for it (kyber's
     /// per-queue locks), else plain CPU time. `cpu` is the software queue
     /// the hook works on, `hctx` its hardware queue.
     #[inline]
     fn sched_hook(&mut self, ns: Ns, hook: Hook, cpu: u16, hctx: u16) {
-        if self.sched_cost.locked {
+        if self.sched_cost.locked && !(hook == Hook::Complete && self.elv_props.lockless_finish) {
             self.cpu.locked(ns, self.costs.lock_handoff_ns);
             return;
         }

@@ -86,6 +86,7 @@ pub static SCHEDULERS: &[ElevatorType] = &[
             insert_merging: false,
             // The legacy noop has no elevator_completed_req_fn.
             completed_hook: false,
+            lockless_finish: false,
         },
         cost: cost(60, 60, 40, 80, true),
     },
@@ -102,6 +103,7 @@ pub static SCHEDULERS: &[ElevatorType] = &[
             insert_merging: false,
             // The legacy deadline has no elevator_completed_req_fn.
             completed_hook: false,
+            lockless_finish: false,
         },
         cost: cost(200, 250, 100, 100, true),
     },
@@ -121,6 +123,10 @@ pub static SCHEDULERS: &[ElevatorType] = &[
             insert_merging: true,
             // dd has no completed_request op.
             completed_hook: false,
+            // dd_finish_request only counts the completion (an atomic per
+            // priority level); mq-deadline never took dd->lock at completion
+            // (4.11-4.20 had no completion hook at all).
+            lockless_finish: true,
         },
         cost: cost(250, 300, 150, 100, true),
     },
@@ -143,6 +149,7 @@ pub static SCHEDULERS: &[ElevatorType] = &[
             core_merging: false,
             insert_merging: false,
             completed_hook: true,
+            lockless_finish: false,
         },
         cost: cost(120, 150, 80, 50, false),
     },
@@ -159,6 +166,7 @@ pub static SCHEDULERS: &[ElevatorType] = &[
             insert_merging: true,
             // BFQ does its completion work in finish_request.
             completed_hook: false,
+            lockless_finish: false,
         },
         cost: cost(700, 800, 400, 150, true),
     },
@@ -174,6 +182,7 @@ pub static SCHEDULERS: &[ElevatorType] = &[
             core_merging: true,
             insert_merging: false,
             completed_hook: true,
+            lockless_finish: false,
         },
         // Model assumption between mq-deadline (0.7 us) and BFQ (1.9 us),
         // bfq-iosched.rst: 1.4 us per request. CFQ's hooks under the queue
@@ -193,6 +202,7 @@ pub static SCHEDULERS: &[ElevatorType] = &[
             core_merging: true,
             insert_merging: false,
             completed_hook: true,
+            lockless_finish: false,
         },
         // Model assumption: about mq-deadline's 0.7 us (bfq-iosched.rst):
         // FIFO appends and a quota loop, under the queue lock; its dispatch
@@ -214,6 +224,7 @@ pub static SCHEDULERS: &[ElevatorType] = &[
             core_merging: true,
             insert_merging: false,
             completed_hook: true,
+            lockless_finish: false,
         },
         // As tpps (a model assumption).
         cost: cost(300, 300, 150, 100, true),
