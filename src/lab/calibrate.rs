@@ -195,6 +195,12 @@ pub struct Point {
     /// around the probe, or the simulated machine's busy time.
     #[serde(default)]
     pub cpu_us_per_io: Option<f64>,
+    /// CPU use of the probe's fio jobs themselves (fio's usr + sys), % of
+    /// one CPU, mean over the jobs: how busy the submitting task is, which
+    /// the machine-wide figure cannot tell apart from the loop worker's and
+    /// the completions' share.
+    #[serde(default)]
+    pub job_cpu_pct: Option<f64>,
 }
 
 impl Point {
@@ -216,6 +222,7 @@ impl Point {
         if let Some(busy) = report.elevator.cpu_busy_ns {
             p.cpu_us_per_io = per_io(report, busy);
         }
+        p.job_cpu_pct = job_cpu_pct(report);
         p
     }
 
@@ -239,6 +246,22 @@ pub fn per_io(report: &crate::report::RunReport, busy_ns: Ns) -> Option<f64> {
     (ios > 0).then(|| busy_ns as f64 / 1000.0 / ios as f64)
 }
 
+/// The jobs' own CPU use (fio's `usr_cpu + sys_cpu`), % of one CPU, mean
+/// over the jobs that ran; None when none reports any (an older saved probe).
+pub fn job_cpu_pct(report: &crate::report::RunReport) -> Option<f64> {
+    let pcts: Vec<f64> = report
+        .jobs
+        .iter()
+        .filter(|j| j.stats.total_run_time_ms > 0)
+        .map(|j| {
+            let s = &j.stats;
+            (s.usr_time_ms + s.sys_time_ms) as f64 * 100.0 / s.total_run_time_ms as f64
+        })
+        .collect();
+    (!pcts.is_empty() && pcts.iter().any(|&p| p > 0.0))
+        .then(|| pcts.iter().sum::<f64>() / pcts.len() as f64)
+}
+
 /// Median of the points of several passes.
 fn median_point(v: &[Point]) -> Point {
     let pick = |f: &dyn Fn(&Point) -> Option<DirPoint>| -> Option<DirPoint> {
@@ -255,15 +278,17 @@ fn median_point(v: &[Point]) -> Point {
         })
     };
     let cpu: Vec<f64> = v.iter().filter_map(|p| p.cpu_us_per_io).collect();
+    let job: Vec<f64> = v.iter().filter_map(|p| p.job_cpu_pct).collect();
     Point {
         read: pick(&|p| p.read),
         write: pick(&|p| p.write),
         cpu_us_per_io: (!cpu.is_empty()).then(|| median(&cpu)),
+        job_cpu_pct: (!job.is_empty()).then(|| median(&job)),
     }
 }
 
 /// Mean absolute relative error of IOPS and mean latency over all probes,
-/// and of the CPU time per I/O where it was measured.
+/// and of the CPU time per I/O and the jobs' own CPU use where measured.
 pub fn objective(measured: &[Point], simulated: &[Point]) -> f64 {
     let mut sum = 0.0;
     let mut n = 0usize;
@@ -279,6 +304,12 @@ pub fn objective(measured: &[Point], simulated: &[Point]) -> f64 {
         // tells a fast CPU doing much from a slow one doing little.
         if let (Some(mc), Some(sc)) = (m.cpu_us_per_io, s.cpu_us_per_io) {
             sum += rel_err(sc, mc);
+            n += 1;
+        }
+        // How busy fio itself is: whether the submitter or the device's
+        // side (a loop worker, completions) bounds the rate.
+        if let (Some(mj), Some(sj)) = (m.job_cpu_pct, s.job_cpu_pct) {
+            sum += rel_err(sj, mj);
             n += 1;
         }
     }
@@ -607,7 +638,7 @@ impl Fitter {
         };
         let mut tried = Vec::new();
         for &speed in LOOP_SPEEDS {
-            for nowait in [0u32, 50, 100] {
+            for nowait in [0u32, 25, 50, 75, 100] {
                 if signal::interrupted().is_some() {
                     break;
                 }
@@ -908,6 +939,9 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
         "meas cpu us/io".into(),
         "fit".into(),
         "err".into(),
+        "meas fio cpu%".into(),
+        "fit".into(),
+        "err".into(),
     ]];
     for (i, p) in PROBES.iter().enumerate() {
         let sim = fit.simulated.get(i).copied().unwrap_or_default();
@@ -933,19 +967,25 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
                 pct(sd.p99_us, md.p99_us),
             ]);
             // The machine's CPU per I/O belongs to the probe: on its first row.
-            let (mc, sc) = match rows.last().map(|r| r[0] == rows[rows.len() - 2][0]) {
-                Some(true) => (None, None),
-                _ => (m.points[i].cpu_us_per_io, sim.cpu_us_per_io),
+            let first = rows.last().is_none_or(|r| r[0] != rows[rows.len() - 2][0]);
+            let pair = |f: fn(&Point) -> Option<f64>| {
+                if first {
+                    (f(&m.points[i]), f(&sim))
+                } else {
+                    (None, None)
+                }
             };
             let last = rows.last_mut().expect("row");
-            last.extend([
-                mc.map_or("-".into(), num),
-                sc.map_or("-".into(), num),
-                match (mc, sc) {
-                    (Some(a), Some(b)) => pct(b, a),
-                    _ => "-".into(),
-                },
-            ]);
+            for (mc, sc) in [pair(|p| p.cpu_us_per_io), pair(|p| p.job_cpu_pct)] {
+                last.extend([
+                    mc.map_or("-".into(), num),
+                    sc.map_or("-".into(), num),
+                    match (mc, sc) {
+                        (Some(a), Some(b)) => pct(b, a),
+                        _ => "-".into(),
+                    },
+                ]);
+            }
         }
     }
     crate::report::table::align(&rows, 2)

@@ -371,8 +371,20 @@ impl FioJob {
     }
 
     /// The job acts at `cx.now`: reap, decide, submit at most one batch.
-    /// Returns true when the job has just finished.
+    /// Returns true when the job has just finished. What its CPU worked in
+    /// the step — fio itself, its system calls and the block layer and
+    /// driver below them — is the task's CPU time (fio's `usr`/`sys`).
     pub fn step(&mut self, task: &mut Task, cx: &mut TaskCx) -> bool {
+        let before = cx.block.cpu_busy_ns(task.cpu);
+        let finished = self.act(task, cx);
+        self.stats.add_cpu(cx.block.cpu_busy_ns(task.cpu) - before);
+        if finished {
+            self.stats.settle_cpu(self.costs.null_submit_ns);
+        }
+        finished
+    }
+
+    fn act(&mut self, task: &mut Task, cx: &mut TaskCx) -> bool {
         let now = cx.now;
         if !matches!(self.phase, Phase::Running | Phase::Draining) || task.blocked() {
             return false;
@@ -382,7 +394,11 @@ impl FioJob {
         if !cx.take_cpu(task) {
             return false;
         }
-        task.sleep = None;
+        if task.sleep.take().is_some() {
+            // It slept (its own wait, or another task had the CPU): a
+            // context switch, as fio's `ctx` counts them.
+            self.stats.ctx += 1;
+        }
         if !self.stats_begun && now >= self.ramp_end {
             self.stats.begin(self.ramp_end);
             self.stats_begun = true;
