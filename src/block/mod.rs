@@ -624,8 +624,9 @@ impl BlockLayer {
     }
 
     /// A blk-mq hook's work: under the queue lock for single-lock
-    /// schedulers (but for a completion they do without it), else under the lock the scheduler names for it (kyber's
-    /// per-queue locks), else plain CPU time. `cpu` is the software queue
+    /// schedulers (but for a completion they do without it), else under
+    /// the lock the scheduler names for it (kyber's per-queue locks), else
+    /// plain CPU time. `cpu` is the software queue
     /// the hook works on, `hctx` its hardware queue.
     #[inline]
     fn sched_hook(&mut self, ns: Ns, hook: Hook, cpu: u16, hctx: u16) {

@@ -220,7 +220,21 @@ pub trait RqQosPolicy {
 
 struct Slot {
     serial: u64,
+    /// The policy's [`RqQosPolicy::hooks`] per op (fixed while attached),
+    /// asked once at `add` instead of on every call.
+    hooks: [u16; OPS.len()],
     policy: Box<dyn RqQosPolicy>,
+}
+
+impl Slot {
+    /// The policy acts in hook `h` for `op`, or for any op when `op` is None.
+    fn wants(&self, op: Option<Op>, h: u16) -> bool {
+        let mask = match op {
+            Some(op) => self.hooks[op_index(op)],
+            None => self.hooks.iter().fold(0, |m, &x| m | x),
+        };
+        mask & h != 0
+    }
 }
 
 /// Where a task is inside the chain's throttle.
@@ -266,8 +280,8 @@ impl RqQos {
         self.hooks.iter().any(|&m| m & h != 0)
     }
     fn update_hooks(&mut self) {
-        for (i, &op) in OPS.iter().enumerate() {
-            self.hooks[i] = self.policies.iter().fold(0, |m, s| m | s.policy.hooks(op));
+        for i in 0..OPS.len() {
+            self.hooks[i] = self.policies.iter().fold(0, |m, s| m | s.hooks[i]);
         }
     }
     /// `rq_qos_add`: the new policy goes first; one policy per id (-EBUSY).
@@ -284,6 +298,7 @@ impl RqQos {
             0,
             Slot {
                 serial: self.next_serial,
+                hooks: OPS.map(|op| policy.hooks(op)),
                 policy,
             },
         );
@@ -339,7 +354,7 @@ impl RqQos {
         };
         for i in from..self.policies.len() {
             let s = &mut self.policies[i];
-            if s.policy.hooks(bio.op) & hook::THROTTLE == 0 {
+            if !s.wants(Some(bio.op), hook::THROTTLE) {
                 continue;
             }
             ctx.serial = s.serial;
@@ -369,11 +384,7 @@ impl RqQos {
         mut f: impl FnMut(&mut dyn RqQosPolicy, &mut QosCtx),
     ) {
         for s in self.policies.iter_mut() {
-            let mask = match op {
-                Some(op) => s.policy.hooks(op),
-                None => OPS.iter().fold(0, |m, &o| m | s.policy.hooks(o)),
-            };
-            if mask & h != 0 {
+            if s.wants(op, h) {
                 ctx.serial = s.serial;
                 f(s.policy.as_mut(), ctx);
             }

@@ -258,7 +258,8 @@ pub fn job_cpu_pct(report: &crate::report::RunReport) -> Option<f64> {
             (s.usr_time_ms + s.sys_time_ms) as f64 * 100.0 / s.total_run_time_ms as f64
         })
         .collect();
-    (!pcts.is_empty() && pcts.iter().any(|&p| p > 0.0))
+    pcts.iter()
+        .any(|&p| p > 0.0)
         .then(|| pcts.iter().sum::<f64>() / pcts.len() as f64)
 }
 
