@@ -2,11 +2,11 @@
 //! table the source documents print.
 
 use super::args::{self, valued, with_short, Opt, Unknown, HELP};
-use super::run::{build_spec, notices, RUN_OPTS};
+use super::run::{build_spec, notices, run_many_with_bar, RUN_OPTS};
 use super::{emit, note, CliError};
 use crate::report::table::{self, Column, Outcome};
 use crate::report::{fio_json, fio_text, RunReport};
-use crate::run::{self, RunSpec};
+use crate::run::RunSpec;
 use crate::sched;
 use crate::sim::time::NS_PER_SEC;
 use serde_json::json;
@@ -140,8 +140,7 @@ pub fn cmd(argv: &[String]) -> Result<(), CliError> {
         note("note: the job runs for more than a minute of simulated time per scheduler; --max-runtime caps it");
     }
     let specs: Vec<RunSpec> = plans.iter().filter_map(|(_, s)| s.clone()).collect();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut results = run::run_many(&specs, threads).into_iter();
+    let mut results = run_many_with_bar(&specs, !p.flag("no-progress")).into_iter();
     let mut cols = Vec::new();
     for (name, spec) in &plans {
         let outcome = match spec {

@@ -435,6 +435,31 @@ pub fn run_with_bar(spec: &RunSpec, progress: bool) -> Result<RunReport, CliErro
     Ok(r?)
 }
 
+/// Run `specs` side by side on every CPU of this machine, with a bar of
+/// finished runs on a terminal when `progress` is on and the runs take
+/// over a second.
+pub fn run_many_with_bar(specs: &[RunSpec], progress: bool) -> Vec<Result<RunReport, run::Error>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if !(progress && std::io::stderr().is_terminal()) || specs.len() < 2 {
+        return run::run_many(specs, threads);
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(specs.len() as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} runs {pos}/{len} [{bar:30}] elapsed {elapsed} eta {eta}",
+        )
+        .expect("template")
+        .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(500));
+    let out = run::run_many_with_progress(specs, threads, &|n| bar.set_position(n as u64));
+    bar.finish_and_clear();
+    out
+}
+
 /// The report in the formats asked, in fio's order: the job lines of normal
 /// output first (fio prints them before the run), then terse, then json
 /// (json+ when asked, which includes json), then the normal results.

@@ -255,11 +255,22 @@ pub(crate) fn scheduler_in(
 /// Run several specs side by side on up to `threads` threads; results come
 /// back in the order of `specs` (each run is deterministic on its own).
 pub fn run_many(specs: &[RunSpec], threads: usize) -> Vec<Result<RunReport, Error>> {
+    run_many_with_progress(specs, threads, &|_| {})
+}
+
+/// [`run_many`], calling `finished` with the number of runs done so far
+/// each time one ends (from the worker thread that ran it).
+pub fn run_many_with_progress(
+    specs: &[RunSpec],
+    threads: usize,
+    finished: &(dyn Fn(usize) + Sync),
+) -> Vec<Result<RunReport, Error>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let results: Mutex<Vec<Option<Result<RunReport, Error>>>> =
         Mutex::new((0..specs.len()).map(|_| None).collect());
     let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
     let workers = threads.clamp(1, specs.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -270,6 +281,7 @@ pub fn run_many(specs: &[RunSpec], threads: usize) -> Vec<Result<RunReport, Erro
                 };
                 let r = run(spec);
                 results.lock().expect("results")[i] = Some(r);
+                finished(done.fetch_add(1, Ordering::Relaxed) + 1);
             });
         }
     });
