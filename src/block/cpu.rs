@@ -64,6 +64,13 @@ pub struct CpuCosts {
     /// worker's copy — is that host's.
     #[serde(default)]
     pub host_speed: Option<f64>,
+    /// Speed of the scheduler's hooks relative to the rest of this host's
+    /// I/O path (`calibrate` fits it on a probe run under mq-deadline): on a
+    /// virtual machine the system-call and interrupt path is slowed more
+    /// than plain kernel code, so one host speed cannot give both. Every
+    /// scheduler's hook costs are divided by it on top of the CPU speed.
+    #[serde(default)]
+    pub hook_speed: Option<f64>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -103,6 +110,7 @@ impl Default for CpuCosts {
             wake_ns: 0,
             sched: Vec::new(),
             host_speed: None,
+            hook_speed: None,
         }
     }
 }
@@ -135,6 +143,11 @@ pub const MAX_CPU_COST_NS: Ns = 1_000_000;
 pub const HOST_SPEED_MIN: f64 = 0.05;
 pub const HOST_SPEED_MAX: f64 = 20.0;
 
+/// The range of `[cpu] hook_speed`: hooks 4 times slower to 4 times faster
+/// than the host's path around them (a wider gap is a fit gone wrong).
+pub const HOOK_SPEED_MIN: f64 = 0.25;
+pub const HOOK_SPEED_MAX: f64 = 4.0;
+
 /// The one place a CPU cost is range-checked.
 fn check_cost(v: Ns) -> Result<(), String> {
     if v > MAX_CPU_COST_NS {
@@ -164,6 +177,16 @@ impl CpuCosts {
                 })
                 .collect(),
             host_speed: self.host_speed,
+            hook_speed: self.hook_speed,
+        }
+    }
+
+    /// A scheduler's hook costs on this host: `cost` (already at the
+    /// machine's CPU speed) divided by `hook_speed` when it is set.
+    pub fn at_hook_speed(&self, cost: SchedCost) -> SchedCost {
+        match self.hook_speed {
+            Some(h) if h != 1.0 => cost.scaled(|ns| (ns as f64 / h).round() as Ns),
+            _ => cost,
         }
     }
 
@@ -184,6 +207,14 @@ impl CpuCosts {
                 return Err((
                     "cpu.host_speed".into(),
                     format!("{h} is out of range: expected {HOST_SPEED_MIN}..={HOST_SPEED_MAX} (1 = the reference ~2.4 GHz core)"),
+                ));
+            }
+        }
+        if let Some(h) = self.hook_speed {
+            if !(h.is_finite() && (HOOK_SPEED_MIN..=HOOK_SPEED_MAX).contains(&h)) {
+                return Err((
+                    "cpu.hook_speed".into(),
+                    format!("{h} is out of range: expected {HOOK_SPEED_MIN}..={HOOK_SPEED_MAX} (1 = hooks as fast as the rest of the host's path)"),
                 ));
             }
         }
@@ -641,5 +672,35 @@ mod tests {
         assert!(c.check().is_ok());
         c.sched[0].cost.merge_ns = MAX_CPU_COST_NS + 1;
         assert_eq!(c.check().unwrap_err().0, "cpu.sched[mq-deadline].merge_ns");
+    }
+
+    #[test]
+    fn hook_speed_divides_every_hook_cost_and_is_range_checked() {
+        let cost = SchedCost {
+            insert_ns: 700,
+            dispatch_ns: 300,
+            complete_ns: 150,
+            merge_ns: 101,
+            locked: true,
+        };
+        let mut c = CpuCosts::default();
+        assert_eq!(c.at_hook_speed(cost), cost, "unset: unchanged");
+        c.hook_speed = Some(2.0);
+        let fast = c.at_hook_speed(cost);
+        assert_eq!(
+            (
+                fast.insert_ns,
+                fast.dispatch_ns,
+                fast.complete_ns,
+                fast.merge_ns
+            ),
+            (350, 150, 75, 51)
+        );
+        assert!(fast.locked);
+        assert!(c.check().is_ok());
+        for bad in [0.2, 4.5, f64::NAN] {
+            c.hook_speed = Some(bad);
+            assert_eq!(c.check().unwrap_err().0, "cpu.hook_speed", "{bad}");
+        }
     }
 }

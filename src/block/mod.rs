@@ -495,7 +495,9 @@ impl BlockLayer {
         self.elv_generation = self.elv_generation.wrapping_add(1);
         let machine = &self.machine;
         let builtin = t.cost.scaled(|ns| machine.scale_ns(ns));
-        self.sched_cost = self.costs.sched_cost(t.name, builtin);
+        self.sched_cost = self
+            .costs
+            .at_hook_speed(self.costs.sched_cost(t.name, builtin));
         self.elv = elv;
         if let Some(e) = self.elv.as_mut() {
             e.init(&self.q);

@@ -111,6 +111,7 @@ pub fn free_cpu() -> CpuCosts {
             })
             .collect(),
         host_speed: None,
+        hook_speed: None,
     }
 }
 

@@ -19,7 +19,9 @@ use super::runner::open_device;
 use super::session::Session;
 use super::validate::{simulate_with, SimSettings};
 use super::{fio, median, signal, LabError, TempDir};
-use crate::block::cpu::{CpuCosts, HOST_SPEED_MAX, HOST_SPEED_MIN, MAX_CPU_COST_NS};
+use crate::block::cpu::{
+    CpuCosts, HOOK_SPEED_MAX, HOOK_SPEED_MIN, HOST_SPEED_MAX, HOST_SPEED_MIN, MAX_CPU_COST_NS,
+};
 use crate::block::driver::QueueLimits;
 use crate::device::loopdev::LoopParams;
 use crate::device::nvme::NvmeParams;
@@ -154,6 +156,23 @@ pub const PROBES: &[Probe] = &[
         jobs: 4,
     },
 ];
+
+/// The probe run once more under a scheduler ([`HOOK_SCHEDULER`]), so the
+/// fit can tell how fast this host runs scheduler hooks against the rest of
+/// its I/O path: the one-job QD64 reads, where the submitting CPU is the
+/// busiest.
+pub const HOOK_PROBE: Probe = Probe {
+    name: "randread-qd64",
+    rw: "randread",
+    bs: 4096,
+    qd: 64,
+    mix_read: None,
+    jobs: 1,
+};
+/// The scheduler of [`HOOK_PROBE`]: mq-deadline has a fixed cost per request
+/// under one lock, and every blk-mq kernel has it. The other schedulers'
+/// ratios to none stay predictions.
+pub const HOOK_SCHEDULER: &str = "mq-deadline";
 
 impl Probe {
     /// The fio job text of this probe.
@@ -393,6 +412,9 @@ pub struct Fit {
     pub queue: QueueLimits,
     pub simulated: Vec<Point>,
     pub error: f64,
+    /// [`HOOK_PROBE`] under [`HOOK_SCHEDULER`] as simulated with the fitted
+    /// `hook_speed` (None: not measured, or a fit without CPU costs).
+    pub hook_simulated: Option<Point>,
 }
 
 /// Measured probes of a device (`calibrate --save-probes` writes it as
@@ -406,6 +428,10 @@ pub struct Measured {
     pub passes: usize,
     pub queue: QueueLimits,
     pub points: Vec<Point>,
+    /// [`HOOK_PROBE`] under [`HOOK_SCHEDULER`]; None when the device does
+    /// not offer it (or the probes were saved by an older version).
+    #[serde(default)]
+    pub hook_point: Option<Point>,
     /// What could not be restored afterwards (the measurements are good).
     pub unrestored: Vec<String>,
 }
@@ -453,6 +479,10 @@ pub struct Fitter {
 
 impl Fitter {
     fn simulate_probe(&mut self, params: &Params, p: &Probe) -> Point {
+        self.simulate_probe_under(params, p, "none")
+    }
+
+    fn simulate_probe_under(&mut self, params: &Params, p: &Probe, scheduler: &str) -> Point {
         self.evaluations += 1;
         let text = p.job("/dev/calibrate", self.sim_time);
         let job = JobSource::text(p.name, &text);
@@ -464,7 +494,7 @@ impl Fitter {
             memory: None,
             mount: None,
         };
-        match simulate_with(&job, "none", &s) {
+        match simulate_with(&job, scheduler, &s) {
             Ok(r) => Point::of(&r),
             Err(_) => Point::default(),
         }
@@ -615,6 +645,7 @@ impl Fitter {
             queue: self.queue.clone(),
             simulated: sim,
             error: err,
+            hook_simulated: None,
         }
     }
 
@@ -666,6 +697,7 @@ impl Fitter {
             queue: self.queue.clone(),
             simulated,
             error,
+            hook_simulated: None,
         }
     }
 
@@ -732,6 +764,33 @@ impl Fitter {
         set(l, (lo + hi) / 2);
     }
 
+    /// Bisect `[cpu] hook_speed` (on a log scale over its range) until the
+    /// hook probe's simulated IOPS under [`HOOK_SCHEDULER`] meet `target`,
+    /// with the fitted costs otherwise unchanged; (speed, simulated point).
+    fn fit_hook_speed(&mut self, params: &Params, target: f64) -> (f64, Point) {
+        let base = self.cpu.clone().unwrap_or_default();
+        let with = |h: f64| CpuCosts {
+            hook_speed: Some(h),
+            ..base.clone()
+        };
+        let (mut lo, mut hi) = (HOOK_SPEED_MIN.ln(), HOOK_SPEED_MAX.ln());
+        for _ in 0..10 {
+            let mid = (lo + hi) / 2.0;
+            self.cpu = Some(with(mid.exp()));
+            let pt = self.simulate_probe_under(params, &HOOK_PROBE, HOOK_SCHEDULER);
+            if pt.main().iops < target {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let speed = ((((lo + hi) / 2.0).exp() * 1000.0).round() / 1000.0)
+            .clamp(HOOK_SPEED_MIN, HOOK_SPEED_MAX);
+        self.cpu = Some(with(speed));
+        let pt = self.simulate_probe_under(params, &HOOK_PROBE, HOOK_SCHEDULER);
+        (speed, pt)
+    }
+
     /// Fit the ram model: one latency, one copy bandwidth.
     pub fn fit_ram(&mut self) -> Fit {
         let rr1 = self.m("randread-qd1");
@@ -779,6 +838,7 @@ impl Fitter {
             queue: self.queue.clone(),
             simulated,
             error,
+            hook_simulated: None,
         }
     }
 }
@@ -812,52 +872,69 @@ pub fn measure(
         .map(|s| s.trim().to_string());
     let work = s.work().to_path_buf();
     let devpath = s.bd.path.display().to_string();
-    let outcome = (|| -> Result<Vec<Point>, String> {
-        if q.schedulers().is_some() {
+    let outcome = (|| -> Result<(Vec<Point>, Option<Point>), String> {
+        let offered = q.schedulers();
+        if offered.is_some() {
             q.set_scheduler("none")?;
         }
-        let mut all: Vec<Vec<Point>> = vec![Vec::new(); PROBES.len()];
-        let total = passes * PROBES.len();
+        let has_hook = offered.is_some_and(|(names, _)| names.iter().any(|n| n == HOOK_SCHEDULER));
+        let total = passes * (PROBES.len() + usize::from(has_hook));
         let mut k = 0;
+        // One probe run: its point with the machine's CPU time per I/O.
+        let mut run = |p: &Probe, label: &str, pass: usize| -> Result<Point, String> {
+            if let Some(sig) = signal::interrupted() {
+                return Err(format!("interrupted by signal {sig}"));
+            }
+            k += 1;
+            let job = work.join(format!("{}.fio", p.name));
+            std::fs::write(&job, p.job(&devpath, probe_time))
+                .map_err(|e| format!("{}: {e}", job.display()))?;
+            s.settle(Duration::from_millis(100))?;
+            let cpu0 = fio::CpuTimes::now();
+            let r = s.run_fio(&job).map_err(|e| format!("probe {label}: {e}"))?;
+            let busy = fio::CpuTimes::now().since(&cpu0).busy_ns;
+            let rep = fio::parse_json(&r.json, None)?;
+            let mut pt = Point::of(&rep);
+            pt.cpu_us_per_io = per_io(&rep, busy);
+            if verbose {
+                let d = pt.main();
+                eprintln!(
+                    "calibrate: [{k}/{total}] pass {pass} {label:<15} {:>9} IOPS  {:>8} us mean  {:>8} us p99",
+                    num(d.iops),
+                    num(d.lat_us),
+                    num(d.p99_us)
+                );
+            }
+            Ok(pt)
+        };
+        let mut all: Vec<Vec<Point>> = vec![Vec::new(); PROBES.len()];
         for pass in 1..=passes {
             for (i, p) in PROBES.iter().enumerate() {
-                if let Some(sig) = signal::interrupted() {
-                    return Err(format!("interrupted by signal {sig}"));
-                }
-                k += 1;
-                let job = work.join(format!("{}.fio", p.name));
-                std::fs::write(&job, p.job(&devpath, probe_time))
-                    .map_err(|e| format!("{}: {e}", job.display()))?;
-                s.settle(Duration::from_millis(100))?;
-                let cpu0 = fio::CpuTimes::now();
-                let r = s
-                    .run_fio(&job)
-                    .map_err(|e| format!("probe {}: {e}", p.name))?;
-                let busy = fio::CpuTimes::now().since(&cpu0).busy_ns;
-                let rep = fio::parse_json(&r.json, None)?;
-                let mut pt = Point::of(&rep);
-                pt.cpu_us_per_io = per_io(&rep, busy);
-                if verbose {
-                    let d = pt.main();
-                    eprintln!(
-                        "calibrate: [{k}/{total}] pass {pass} {:<15} {:>9} IOPS  {:>8} us mean  {:>8} us p99",
-                        p.name,
-                        num(d.iops),
-                        num(d.lat_us),
-                        num(d.p99_us)
-                    );
-                }
-                all[i].push(pt);
+                all[i].push(run(p, p.name, pass)?);
             }
         }
-        Ok(all.iter().map(|v| median_point(v)).collect())
+        let points = all.iter().map(|v| median_point(v)).collect();
+        // The hook probe, when the device offers its scheduler.
+        let hook = if has_hook {
+            q.set_scheduler(HOOK_SCHEDULER)?;
+            let label = format!("{} {HOOK_SCHEDULER}", HOOK_PROBE.name);
+            let mut v = Vec::new();
+            for pass in 1..=passes {
+                v.push(run(&HOOK_PROBE, &label, pass)?);
+            }
+            q.set_scheduler("none")?;
+            Some(median_point(&v))
+        } else {
+            None
+        };
+        Ok((points, hook))
     })();
     let fio_version = s.fio_version.clone();
     let problems = s.finish();
     for p in &problems {
         eprintln!("elevator: warning: {p}");
     }
-    let points = outcome.map_err(|e| LabError {
+    let (points, hook_point) = outcome.map_err(|e| LabError {
         unrestored: problems.clone(),
         ..LabError::failed(e)
     })?;
@@ -869,6 +946,7 @@ pub fn measure(
         passes,
         queue,
         points,
+        hook_point,
         unrestored: problems,
     })
 }
@@ -893,6 +971,28 @@ pub fn fit(m: &Measured, cpus: usize, sim_time: Ns) -> (Vec<Fit>, usize) {
             .unwrap_or(std::cmp::Ordering::Equal)
     });
     (all, f.evaluations)
+}
+
+/// Fit the scheduler hooks' speed into `fit` from the hook probe, when it
+/// was measured and the fit puts the I/O path's work on the CPUs (its
+/// `[cpu]` costs): only there do hook costs move a ceiling.
+pub fn fit_hooks(m: &Measured, fit: &mut Fit, cpus: usize, sim_time: Ns) {
+    let (Some(hook), Some(cpu)) = (m.hook_point, fit.cpu.clone()) else {
+        return;
+    };
+    let mut f = Fitter {
+        queue: fit.queue.clone(),
+        measured: m.points.clone(),
+        sim_time,
+        cpus,
+        evaluations: 0,
+        cpu: Some(cpu),
+    };
+    let (speed, pt) = f.fit_hook_speed(&fit.params, hook.main().iops);
+    if let Some(c) = fit.cpu.as_mut() {
+        c.hook_speed = Some(speed);
+    }
+    fit.hook_simulated = Some(pt);
 }
 
 /// How a fit is named in reports.
@@ -944,9 +1044,19 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
         "fit".into(),
         "err".into(),
     ]];
-    for (i, p) in PROBES.iter().enumerate() {
-        let sim = fit.simulated.get(i).copied().unwrap_or_default();
-        for ((d, md), (_, sd)) in m.points[i].dirs().iter().zip(sim.dirs().iter()) {
+    let mut probes: Vec<(String, Point, Point)> = PROBES
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let sim = fit.simulated.get(i).copied().unwrap_or_default();
+            (p.name.to_string(), m.points[i], sim)
+        })
+        .collect();
+    if let (Some(mp), Some(sp)) = (m.hook_point, fit.hook_simulated) {
+        probes.push((format!("{} {HOOK_SCHEDULER}", HOOK_PROBE.name), mp, sp));
+    }
+    for (name, meas, sim) in &probes {
+        for ((d, md), (_, sd)) in meas.dirs().iter().zip(sim.dirs().iter()) {
             let Some(md) = md else { continue };
             let sd = sd.unwrap_or(DirPoint {
                 iops: f64::NAN,
@@ -955,7 +1065,7 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
                 bw_bytes: f64::NAN,
             });
             rows.push(vec![
-                p.name.to_string(),
+                name.clone(),
                 crate::report::table::dir_name(*d).to_string(),
                 num(md.iops),
                 num(sd.iops),
@@ -971,7 +1081,7 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
             let first = rows.last().is_none_or(|r| r[0] != rows[rows.len() - 2][0]);
             let pair = |f: fn(&Point) -> Option<f64>| {
                 if first {
-                    (f(&m.points[i]), f(&sim))
+                    (f(meas), f(sim))
                 } else {
                     (None, None)
                 }
@@ -1143,11 +1253,17 @@ pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
         s.push_str(
             "\n# This host's CPUs: every CPU cost (fio's calls, block layer, scheduler hooks,\n",
         );
-        s.push_str("# the loop worker) is the built-in one divided by host_speed.\n");
+        s.push_str(
+            "# the loop worker) is the built-in one divided by host_speed (scheduler hooks\n",
+        );
+        s.push_str("# also by hook_speed when it is given).\n");
         s.push_str("[cpu]\n");
         let _ = writeln!(s, "host_speed = {speed:.3}          # relative to the ~2.4 GHz reference core: fitted with the 1-job and 4-job ceilings");
         if let Some(c) = &fit.cpu {
             let _ = writeln!(s, "wake_ns = {}              # ns an idle CPU is busy waking a task (fio, the loop worker): from the QD1 latency", c.wake_ns);
+            if let Some(h) = c.hook_speed {
+                let _ = writeln!(s, "hook_speed = {h:.3}          # scheduler hooks' speed against the rest of the path: fitted to {} under {HOOK_SCHEDULER}", HOOK_PROBE.name);
+            }
         }
     }
     s
@@ -1204,7 +1320,8 @@ pub fn calibrate_from(
         eprintln!("calibrate: fitting nvme, loop and ram (simulating the probes) ...");
     }
     let t0 = std::time::Instant::now();
-    let (mut fits, evals) = fit(m, cpus, m.probe_time.min(NS_PER_SEC / 4));
+    let sim_time = m.probe_time.min(NS_PER_SEC / 4);
+    let (mut fits, evals) = fit(m, cpus, sim_time);
     if let Some(sig) = signal::interrupted() {
         return Err(LabError::failed(format!(
             "interrupted by signal {sig} while fitting"
@@ -1216,6 +1333,7 @@ pub fn calibrate_from(
             fits.insert(0, f);
         }
     }
+    fit_hooks(m, &mut fits[0], cpus, sim_time);
     let best = &fits[0];
     let disk = m.device.rsplit('/').next().unwrap_or("dev").to_string();
     let name = format!("calibrated-{disk}");
@@ -1253,6 +1371,19 @@ pub fn calibrate_from(
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if let Some(h) = best.cpu.as_ref().and_then(|c| c.hook_speed) {
+        let _ = writeln!(
+            report,
+            "scheduler hooks run at {h:.3} x the speed of the rest of this host's I/O path \
+             (fitted to {} under {HOOK_SCHEDULER}; other schedulers are predictions)",
+            HOOK_PROBE.name
+        );
+    } else if m.hook_point.is_none() {
+        let _ = writeln!(
+            report,
+            "scheduler hooks: not fitted ({HOOK_SCHEDULER} was not offered by the device when probed)"
+        );
+    }
     report.push_str(&error_table(m, best));
     Ok(Calibration {
         toml,
@@ -1311,6 +1442,7 @@ mod tests {
             passes: 1,
             queue: q.clone(),
             points: vec![Point::default(); PROBES.len()],
+            hook_point: None,
             unrestored: Vec::new(),
         };
         let nvme = crate::device::nvme::NvmeParams {
@@ -1338,7 +1470,10 @@ mod tests {
                     copy_bandwidth: MAX_BANDWIDTH,
                     nowait_percent: 100,
                 }),
-                Some(loop_costs(HOST_SPEED_MIN, MAX_CPU_COST_NS)),
+                Some(CpuCosts {
+                    hook_speed: Some(HOOK_SPEED_MIN),
+                    ..loop_costs(HOST_SPEED_MIN, MAX_CPU_COST_NS)
+                }),
             ),
             (
                 Params::Ram(crate::device::ram::RamParams {
@@ -1355,6 +1490,7 @@ mod tests {
                 queue: q.clone(),
                 simulated: Vec::new(),
                 error: 0.5,
+                hook_simulated: None,
             };
             let text = profile_toml(&m, &[fit], "extreme");
             if let Err(e) = crate::device::profile::from_text(&text, "calibrated.toml") {
@@ -1393,6 +1529,79 @@ mod tests {
             max_segments: 128,
             budget: false,
         }
+    }
+
+    /// A loop device whose scheduler hooks run at a known speed against the
+    /// rest of its host's path: the hook probe under mq-deadline gives that
+    /// speed back, and the written profile carries it.
+    #[test]
+    fn fit_hooks_recovers_the_hook_speed() {
+        let params = Params::Loop(LoopParams {
+            work_ns: 3_000,
+            copy_bandwidth: 4_000_000_000,
+            nowait_percent: 25,
+        });
+        let fitted = loop_costs(0.5, 5_000);
+        let truth = CpuCosts {
+            hook_speed: Some(0.6),
+            ..fitted.clone()
+        };
+        let mut f = Fitter {
+            queue: fake_limits(),
+            measured: Vec::new(),
+            sim_time: 50 * NS_PER_MS,
+            cpus: 2,
+            evaluations: 0,
+            cpu: Some(truth),
+        };
+        let measured = f.simulate_all(&params);
+        let hook = f.simulate_probe_under(&params, &HOOK_PROBE, HOOK_SCHEDULER);
+        let m = Measured {
+            device: "/dev/loop9".into(),
+            backing: None,
+            fio_version: "fio-3.33".into(),
+            probe_time: 50 * NS_PER_MS,
+            passes: 1,
+            unrestored: Vec::new(),
+            queue: fake_limits(),
+            points: measured.clone(),
+            hook_point: Some(hook),
+        };
+        let mut fit = Fit {
+            params,
+            cpu: Some(fitted),
+            queue: fake_limits(),
+            simulated: measured,
+            error: 0.0,
+            hook_simulated: None,
+        };
+        fit_hooks(&m, &mut fit, 2, 50 * NS_PER_MS);
+        let h = fit.cpu.as_ref().and_then(|c| c.hook_speed).expect("fitted");
+        assert!((h / 0.6 - 1.0).abs() < 0.1, "hook speed {h}");
+        let sim = fit.hook_simulated.expect("simulated").main().iops;
+        assert!(
+            (sim / hook.main().iops - 1.0).abs() < 0.03,
+            "{sim} vs {:?}",
+            hook
+        );
+        let toml = profile_toml(&m, &[fit.clone()], "calibrated-loop9");
+        assert!(toml.contains("hook_speed = "), "{toml}");
+        let prof = crate::device::profile::from_text(&toml, "calibrated.toml").expect("loads");
+        assert_eq!(
+            prof.cpu.and_then(|c| c.hook_speed),
+            Some((h * 1000.0).round() / 1000.0)
+        );
+        assert!(error_table(&m, &fit).contains("randread-qd64 mq-deadline"));
+        // Without the hook probe (an older probe file) nothing is fitted.
+        let mut plain = fit.clone();
+        plain.cpu = Some(loop_costs(0.5, 5_000));
+        plain.hook_simulated = None;
+        let older = Measured {
+            hook_point: None,
+            ..m
+        };
+        fit_hooks(&older, &mut plain, 2, 50 * NS_PER_MS);
+        assert_eq!(plain.cpu.and_then(|c| c.hook_speed), None);
     }
 
     /// A device that is exactly an nvme profile is recovered closely.
@@ -1435,6 +1644,7 @@ mod tests {
             unrestored: Vec::new(),
             queue: fake_limits(),
             points: measured,
+            hook_point: None,
         };
         let ram = f.fit_ram();
         let toml = profile_toml(&m, &[fit, ram], "calibrated-loop9");
