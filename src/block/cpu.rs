@@ -68,7 +68,8 @@ pub struct CpuCosts {
     /// I/O path (`calibrate` fits it on a probe run under mq-deadline): on a
     /// virtual machine the system-call and interrupt path is slowed more
     /// than plain kernel code, so one host speed cannot give both. Every
-    /// scheduler's hook costs are divided by it on top of the CPU speed.
+    /// scheduler's hook costs, and the lock hand-off, are divided by it on
+    /// top of the CPU speed.
     #[serde(default)]
     pub hook_speed: Option<f64>,
 }
@@ -165,7 +166,9 @@ impl CpuCosts {
             submit_ns: f(self.submit_ns),
             driver_ns: f(self.driver_ns),
             complete_ns: f(self.complete_ns),
-            lock_handoff_ns: f(self.lock_handoff_ns),
+            // Cache lines moving between cores: scheduler-side work, at the
+            // hooks' speed as well.
+            lock_handoff_ns: self.hook_ns(f(self.lock_handoff_ns)),
             // A latency of the host, not CPU work: not scaled.
             wake_ns: self.wake_ns,
             sched: self
@@ -185,8 +188,17 @@ impl CpuCosts {
     /// machine's CPU speed) divided by `hook_speed` when it is set.
     pub fn at_hook_speed(&self, cost: SchedCost) -> SchedCost {
         match self.hook_speed {
-            Some(h) if h != 1.0 => cost.scaled(|ns| (ns as f64 / h).round() as Ns),
+            Some(h) if h != 1.0 => cost.scaled(|ns| self.hook_ns(ns)),
             _ => cost,
+        }
+    }
+
+    /// Scheduler work of `ns` (at the machine's CPU speed) on this host:
+    /// divided by `hook_speed` when it is set.
+    pub fn hook_ns(&self, ns: Ns) -> Ns {
+        match self.hook_speed {
+            Some(h) if h != 1.0 => (ns as f64 / h).round() as Ns,
+            _ => ns,
         }
     }
 
@@ -697,6 +709,7 @@ mod tests {
             (350, 150, 75, 51)
         );
         assert!(fast.locked);
+        assert_eq!(c.hook_ns(1001), 501, "a hook's extra work too");
         assert!(c.check().is_ok());
         for bad in [0.2, 4.5, f64::NAN] {
             c.hook_speed = Some(bad);

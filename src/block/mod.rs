@@ -889,7 +889,8 @@ impl BlockLayer {
     #[cold]
     fn handle_requests(&mut self, env: &mut Env) {
         if self.core.cpu_ns > 0 {
-            let ns = self.machine.scale_ns(self.core.cpu_ns);
+            // Scheduler code (e.g. BFQ's tree walks): at the hooks' speed.
+            let ns = self.costs.hook_ns(self.machine.scale_ns(self.core.cpu_ns));
             self.sched_work(ns);
         }
         let owner = TimerOwner::Elevator {

@@ -975,11 +975,25 @@ pub fn fit(m: &Measured, cpus: usize, sim_time: Ns) -> (Vec<Fit>, usize) {
 
 /// Fit the scheduler hooks' speed into `fit` from the hook probe, when it
 /// was measured and the fit puts the I/O path's work on the CPUs (its
-/// `[cpu]` costs): only there do hook costs move a ceiling.
+/// `[cpu]` costs): only there do hook costs move a ceiling. What is matched
+/// is the probe's ratio to the same probe under none (the scheduler's own
+/// cost), not its IOPS: the fit's none ceiling has its own error, which the
+/// hooks must not absorb.
 pub fn fit_hooks(m: &Measured, fit: &mut Fit, cpus: usize, sim_time: Ns) {
     let (Some(hook), Some(cpu)) = (m.hook_point, fit.cpu.clone()) else {
         return;
     };
+    let Some(i) = PROBES.iter().position(|p| *p == HOOK_PROBE) else {
+        return;
+    };
+    let (meas_none, sim_none) = (
+        m.points[i].main().iops,
+        fit.simulated.get(i).map_or(0.0, |p| p.main().iops),
+    );
+    if meas_none <= 0.0 || sim_none <= 0.0 {
+        return;
+    }
+    let target = sim_none * hook.main().iops / meas_none;
     let mut f = Fitter {
         queue: fit.queue.clone(),
         measured: m.points.clone(),
@@ -988,7 +1002,7 @@ pub fn fit_hooks(m: &Measured, fit: &mut Fit, cpus: usize, sim_time: Ns) {
         evaluations: 0,
         cpu: Some(cpu),
     };
-    let (speed, pt) = f.fit_hook_speed(&fit.params, hook.main().iops);
+    let (speed, pt) = f.fit_hook_speed(&fit.params, target);
     if let Some(c) = fit.cpu.as_mut() {
         c.hook_speed = Some(speed);
     }
@@ -1372,11 +1386,20 @@ pub fn calibrate_from(
             .join(", ")
     );
     if let Some(h) = best.cpu.as_ref().and_then(|c| c.hook_speed) {
+        let i = PROBES.iter().position(|p| *p == HOOK_PROBE);
+        let ratio = |hook: Option<Point>, none: Option<&Point>| match (hook, none) {
+            (Some(a), Some(b)) if b.main().iops > 0.0 => {
+                format!("{:.3}", a.main().iops / b.main().iops)
+            }
+            _ => "-".into(),
+        };
         let _ = writeln!(
             report,
-            "scheduler hooks run at {h:.3} x the speed of the rest of this host's I/O path \
-             (fitted to {} under {HOOK_SCHEDULER}; other schedulers are predictions)",
-            HOOK_PROBE.name
+            "scheduler hooks run at {h:.3} x the speed of the rest of this host's I/O path: \
+             {HOOK_SCHEDULER}/none on {} measured {}, fitted {} (other schedulers are predictions)",
+            HOOK_PROBE.name,
+            ratio(m.hook_point, i.and_then(|i| m.points.get(i))),
+            ratio(best.hook_simulated, i.and_then(|i| best.simulated.get(i))),
         );
     } else if m.hook_point.is_none() {
         let _ = writeln!(
