@@ -1406,6 +1406,12 @@ pub fn calibrate_from(
             report,
             "scheduler hooks: not fitted ({HOOK_SCHEDULER} was not offered by the device when probed)"
         );
+    } else {
+        let _ = writeln!(
+            report,
+            "scheduler hooks: not fitted (the {} fit puts no I/O work on the CPUs, so hook costs move no ceiling)",
+            best.params.model()
+        );
     }
     report.push_str(&error_table(m, best));
     Ok(Calibration {
