@@ -30,20 +30,8 @@ if ! command -v fio >/dev/null 2>&1; then
   (apt-get update -qq && apt-get install -y -qq --no-install-recommends fio) >/dev/null 2>&1 || true
 fi
 
-job() { # job NAME TOTAL_REQUESTS -> writes a job file with two QD32 random readers
-  cat > "$TMP/$1.fio" <<JOB
-[global]
-ioengine=libaio
-direct=1
-rw=randread
-bs=4k
-iodepth=32
-filename=/dev/bench
-number_ios=$(( $2 / 2 ))
-[a]
-[b]
-JOB
-}
+# job NAME TOTAL and instructions BIN SCHED: bench/common.sh (history.sh uses them too).
+source bench/common.sh
 
 measure() { # measure SCHED DEVICE TOTAL -> "wall_s rss_kb requests"
   job b "$3"
@@ -225,16 +213,6 @@ JOB
   echo "$row" >> "$OUT"
 done
 
-instructions() { # instructions BIN SCHED -> instructions per simulated request (callgrind)
-  job cg "$CG_N"
-  valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$1" run "$TMP/cg.fio" \
-      --scheduler "$2" --device nvme --output-format=json --output "$TMP/cg.json" --no-progress \
-      2> "$TMP/cg.err" >/dev/null || return 1
-  local total
-  total=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$TMP/cg.err")
-  [ -n "$total" ] || return 1
-  python3 -c "print(f'{$total/$CG_N:.0f}')"
-}
 CG_N=200000
 [ "${QUICK:-0}" = 1 ] && CG_N=20000
 if ! command -v valgrind >/dev/null 2>&1; then
@@ -273,6 +251,9 @@ if command -v valgrind >/dev/null 2>&1; then
     echo "$s: $now instructions per request" >&2
   done
 fi
+echo >> "$OUT"
+# Older builds' instruction counts (measured once with bench/history.sh).
+cat bench/history.md >> "$OUT"
 echo >> "$OUT"
 # BFQ against busy queues and groups (issue 9's scaling figures).
 SKIP_CEILINGS=1 QUICK="${QUICK:-0}" bench/bfq.sh >> "$OUT"
