@@ -719,16 +719,21 @@ impl FioJob {
     /// `iodepth_batch_complete_max` events (which defaults to the minimum,
     /// so fio reaps one at a time), repeated until the depth is down to
     /// `iodepth_low`. When it cannot submit (draining, a rate or think-time
-    /// wait, an fsync, a file exhausted) it takes everything there is.
+    /// wait, an fsync, a file exhausted) it takes everything there is; while
+    /// it is inside a system call, nothing.
     /// On a device faster than the submitting CPU this is what keeps
     /// `iodepth` units outstanding and makes clat iodepth / IOPS.
     fn reap_limit(&mut self, now: Ns) -> usize {
+        if !self.pending.is_empty() || self.commit_wait.is_some() {
+            // fio is inside a system call (an io_submit that slept for a
+            // request or tag and goes on where it stopped, or an fsync
+            // waiting for its commit): it reaps nothing until it returns.
+            return 0;
+        }
         let can_submit = self.phase == Phase::Running
             && !self.exhausted
             && self.staged.is_none()
             && self.sync_wait.is_none()
-            && self.commit_wait.is_none()
-            && self.pending.is_empty()
             && now >= self.think_until
             && now < self.deadline
             && self.kind != EngineKind::Sync;
