@@ -46,7 +46,7 @@ pub struct Experiment {
     pub kernel: &'static str,
     /// Simulated time per run, or None to run the job to its end. The
     /// documents ran 7200 s (`--max-runtime 7200s`); 4.12 kyber's write
-    /// depth ratchets down over minutes and the E2 drive model drifts for
+    /// depth ratchets down over minutes and the E2 drive fills up for
     /// hours, so E2's cells move with the length (see `help`).
     pub runtime_s: Option<u64>,
     /// Published rows: scheduler and its cells.
@@ -367,9 +367,9 @@ E1–E3 are simulated for 120 s, 30 s and 10 s by default (about ten seconds
 of wall time in all). The documents ran 7200 s, which --max-runtime 7200s
 runs (tens of minutes). Two things move with the length: 4.12 kyber's write
 depth only ever shrinks while reads and writes are on target, so the longer
-the run the lower it sits; and the E2 drive model is still drifting towards
-its own garbage-collection steady state (its fill was fitted at 30 s), so
-every E2 scheduler loses about 14% of its IOPS by 7200 s.
+the run the lower it sits; and the E2 drive fills up as random writes map
+unmapped blocks (its starting fill was fitted at 30 s), so every E2
+scheduler loses about 14% of its IOPS by 7200 s.
 
 {}",
         args::options_help(OPTS)
