@@ -187,10 +187,7 @@ impl CpuCosts {
     /// A scheduler's hook costs on this host: `cost` (already at the
     /// machine's CPU speed) divided by `hook_speed` when it is set.
     pub fn at_hook_speed(&self, cost: SchedCost) -> SchedCost {
-        match self.hook_speed {
-            Some(h) if h != 1.0 => cost.scaled(|ns| self.hook_ns(ns)),
-            _ => cost,
-        }
+        cost.scaled(|ns| self.hook_ns(ns))
     }
 
     /// Scheduler work of `ns` (at the machine's CPU speed) on this host:

@@ -409,18 +409,10 @@ pub fn run_with_bar(spec: &RunSpec, progress: bool) -> Result<RunReport, CliErro
             return;
         }
         let b = bar.get_or_insert_with(|| {
-            let b = indicatif::ProgressBar::with_draw_target(
-                Some(1000),
-                indicatif::ProgressDrawTarget::stderr(),
-            );
-            b.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} simulated {msg} [{bar:30}] {percent}% eta {eta}",
-                )
-                .expect("template")
-                .progress_chars("=> "),
-            );
-            b
+            stderr_bar(
+                1000,
+                "{spinner} simulated {msg} [{bar:30}] {percent}% eta {eta}",
+            )
         });
         b.set_message(format!("{:.1}s", p.now as f64 / 1e9));
         if let Some(h) = p.horizon.filter(|&h| h > 0) {
@@ -435,24 +427,31 @@ pub fn run_with_bar(spec: &RunSpec, progress: bool) -> Result<RunReport, CliErro
     Ok(r?)
 }
 
+/// A progress bar of `len` steps on stderr in the project's style.
+fn stderr_bar(len: u64, template: &str) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::with_draw_target(
+        Some(len),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    b.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    b
+}
+
 /// Run `specs` side by side on every CPU of this machine, with a bar of
-/// finished runs on a terminal when `progress` is on and the runs take
-/// over a second.
+/// finished runs on a terminal when `progress` is on and there are at
+/// least two runs.
 pub fn run_many_with_bar(specs: &[RunSpec], progress: bool) -> Vec<Result<RunReport, run::Error>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if !(progress && std::io::stderr().is_terminal()) || specs.len() < 2 {
         return run::run_many(specs, threads);
     }
-    let bar = indicatif::ProgressBar::with_draw_target(
-        Some(specs.len() as u64),
-        indicatif::ProgressDrawTarget::stderr(),
-    );
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} runs {pos}/{len} [{bar:30}] elapsed {elapsed} eta {eta}",
-        )
-        .expect("template")
-        .progress_chars("=> "),
+    let bar = stderr_bar(
+        specs.len() as u64,
+        "{spinner} runs {pos}/{len} [{bar:30}] elapsed {elapsed} eta {eta}",
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(500));
     let out = run::run_many_with_progress(specs, threads, &|n| bar.set_position(n as u64));

@@ -478,6 +478,25 @@ pub struct Fitter {
 }
 
 impl Fitter {
+    /// A fitter for `measured` points on a queue of `queue`, simulating each
+    /// probe for `sim_time` on `cpus` CPUs with `cpu` costs.
+    pub fn new(
+        queue: QueueLimits,
+        measured: Vec<Point>,
+        sim_time: Ns,
+        cpus: usize,
+        cpu: Option<CpuCosts>,
+    ) -> Fitter {
+        Fitter {
+            queue,
+            measured,
+            sim_time,
+            cpus,
+            evaluations: 0,
+            cpu,
+        }
+    }
+
     fn simulate_probe(&mut self, params: &Params, p: &Probe) -> Point {
         self.simulate_probe_under(params, p, "none")
     }
@@ -953,14 +972,7 @@ pub fn measure(
 
 /// Fit the candidate models (nvme, loop, ram); best first.
 pub fn fit(m: &Measured, cpus: usize, sim_time: Ns) -> (Vec<Fit>, usize) {
-    let mut f = Fitter {
-        queue: m.queue.clone(),
-        measured: m.points.clone(),
-        sim_time,
-        cpus,
-        evaluations: 0,
-        cpu: None,
-    };
+    let mut f = Fitter::new(m.queue.clone(), m.points.clone(), sim_time, cpus, None);
     let nvme = f.fit_nvme();
     let lo = f.fit_loop();
     let ram = f.fit_ram();
@@ -994,14 +1006,13 @@ pub fn fit_hooks(m: &Measured, fit: &mut Fit, cpus: usize, sim_time: Ns) {
         return;
     }
     let target = sim_none * hook.main().iops / meas_none;
-    let mut f = Fitter {
-        queue: fit.queue.clone(),
-        measured: m.points.clone(),
+    let mut f = Fitter::new(
+        fit.queue.clone(),
+        m.points.clone(),
         sim_time,
         cpus,
-        evaluations: 0,
-        cpu: Some(cpu),
-    };
+        Some(cpu),
+    );
     let (speed, pt) = f.fit_hook_speed(&fit.params, target);
     if let Some(c) = fit.cpu.as_mut() {
         c.hook_speed = Some(speed);
@@ -1545,6 +1556,26 @@ mod tests {
         }
     }
 
+    /// The tests' fitter: `fake_limits`, 50 ms probes, 2 CPUs.
+    fn test_fitter(cpu: Option<CpuCosts>) -> Fitter {
+        Fitter::new(fake_limits(), Vec::new(), 50 * NS_PER_MS, 2, cpu)
+    }
+
+    /// Probes "measured" on /dev/loop9 with `test_fitter`'s set-up.
+    fn test_measured(points: Vec<Point>, hook_point: Option<Point>) -> Measured {
+        Measured {
+            device: "/dev/loop9".into(),
+            backing: None,
+            fio_version: "fio-3.33".into(),
+            probe_time: 50 * NS_PER_MS,
+            passes: 1,
+            unrestored: Vec::new(),
+            queue: fake_limits(),
+            points,
+            hook_point,
+        }
+    }
+
     fn fake_limits() -> QueueLimits {
         QueueLimits {
             capacity: 1 << 30,
@@ -1575,27 +1606,10 @@ mod tests {
             hook_speed: Some(0.6),
             ..fitted.clone()
         };
-        let mut f = Fitter {
-            queue: fake_limits(),
-            measured: Vec::new(),
-            sim_time: 50 * NS_PER_MS,
-            cpus: 2,
-            evaluations: 0,
-            cpu: Some(truth),
-        };
+        let mut f = test_fitter(Some(truth));
         let measured = f.simulate_all(&params);
         let hook = f.simulate_probe_under(&params, &HOOK_PROBE, HOOK_SCHEDULER);
-        let m = Measured {
-            device: "/dev/loop9".into(),
-            backing: None,
-            fio_version: "fio-3.33".into(),
-            probe_time: 50 * NS_PER_MS,
-            passes: 1,
-            unrestored: Vec::new(),
-            queue: fake_limits(),
-            points: measured.clone(),
-            hook_point: Some(hook),
-        };
+        let m = test_measured(measured.clone(), Some(hook));
         let mut fit = Fit {
             params,
             cpu: Some(fitted),
@@ -1652,29 +1666,12 @@ mod tests {
             program_ns: 0,
             program_bytes: 0,
         };
-        let mut f = Fitter {
-            queue: fake_limits(),
-            measured: Vec::new(),
-            sim_time: 50 * NS_PER_MS,
-            cpus: 2,
-            evaluations: 0,
-            cpu: None,
-        };
+        let mut f = test_fitter(None);
         let measured = f.simulate_all(&Params::Nvme(truth));
         f.measured = measured.clone();
         let fit = f.fit_nvme();
         assert!(fit.error < 0.05, "error {}", fit.error);
-        let m = Measured {
-            device: "/dev/loop9".into(),
-            backing: None,
-            fio_version: "fio-3.33".into(),
-            probe_time: 50 * NS_PER_MS,
-            passes: 1,
-            unrestored: Vec::new(),
-            queue: fake_limits(),
-            points: measured,
-            hook_point: None,
-        };
+        let m = test_measured(measured, None);
         let ram = f.fit_ram();
         let toml = profile_toml(&m, &[fit, ram], "calibrated-loop9");
         let tmp = TempDir::new("elevator-calib-test").unwrap();
