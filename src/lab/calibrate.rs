@@ -73,14 +73,7 @@ pub const PROBES: &[Probe] = &[
         mix_read: None,
         jobs: 1,
     },
-    Probe {
-        name: "randread-qd64",
-        rw: "randread",
-        bs: 4096,
-        qd: 64,
-        mix_read: None,
-        jobs: 1,
-    },
+    HOOK_PROBE,
     Probe {
         name: "randwrite-qd1",
         rw: "randwrite",
@@ -157,10 +150,10 @@ pub const PROBES: &[Probe] = &[
     },
 ];
 
-/// The probe run once more under a scheduler ([`HOOK_SCHEDULER`]), so the
-/// fit can tell how fast this host runs scheduler hooks against the rest of
-/// its I/O path: the one-job QD64 reads, where the submitting CPU is the
-/// busiest.
+/// The one-job QD64 reads, where the submitting CPU is the busiest: one of
+/// [`PROBES`], and run once more under [`HOOK_SCHEDULER`] so the fit can
+/// tell how fast this host runs scheduler hooks against the rest of its I/O
+/// path.
 pub const HOOK_PROBE: Probe = Probe {
     name: "randread-qd64",
     rw: "randread",
