@@ -153,6 +153,19 @@ struct Hctx {
     dispatch_busy: u32,
     /// A delayed run is scheduled at this time.
     delayed_run: Option<Ns>,
+    /// 4.11–4.14: the run that is sending `hctx->dispatch` has it on its own
+    /// list until it ends; see `run_hw_queue_pull_when_stuck`.
+    held: Option<HeldList>,
+}
+
+/// `hctx->dispatch` spliced off by a run on `cpu` (`list_splice_init`): its
+/// first `count` requests are out of sight of other CPUs' runs until
+/// `until`, when the run puts what the device did not take back at the head.
+#[derive(Clone, Copy, Debug)]
+struct HeldList {
+    cpu: u16,
+    until: Ns,
+    count: usize,
 }
 
 impl Hctx {
@@ -167,6 +180,7 @@ impl Hctx {
             tag_waiters: VecDeque::new(),
             dispatch_busy: 0,
             delayed_run: None,
+            held: None,
         }
     }
     fn update_busy(&mut self, busy: bool) {
@@ -1282,7 +1296,60 @@ impl BlockLayer {
     /// (`kblockd_restart`), and completions that land before that run share
     /// it. Had completions re-run the queue inline (one tag per run), the
     /// list would never shrink and its oldest requests would wait forever.
+    ///
+    /// Runs on several CPUs overlap (nothing serialises them but the list's
+    /// spinlock, held only to splice): while one run sends the list it is on
+    /// that run's own list, so a run on another CPU starting meanwhile finds
+    /// `hctx->dispatch` empty, asks the scheduler and takes a tag that just
+    /// freed; the list does not shrink, and what that run cannot send goes
+    /// behind the held requests. The window is the sending run's CPU time
+    /// (driver costs), so the more CPUs submit, the more the list grows:
+    /// E2's 12 CPUs keep most waiting requests on it (mq-deadline then has
+    /// few to prefer reads among), 2 CPUs far fewer.
     fn run_hw_queue_pull_when_stuck(&mut self, env: &mut Env, hctx: usize) {
+        let (cpu, start) = (self.cpu.current(), self.cpu.now());
+        // Another CPU's run still holds the list: this run sees it empty and
+        // goes to the scheduler, and what it cannot send lands behind the
+        // held requests (which go back to the head when that run ends).
+        let hidden = self.hctxs[hctx]
+            .held
+            .filter(|h| h.cpu != cpu && start < h.until)
+            .map_or(0, |h| h.count.min(self.hctxs[hctx].dispatch.len()));
+        if hidden == 0 && !self.send_dispatch_list(env, hctx, cpu) {
+            return;
+        }
+        loop {
+            if !self.elv.as_ref().is_some_and(|e| e.has_work(hctx as u16)) {
+                return;
+            }
+            self.sched_work(self.sched_cost.dispatch_ns);
+            let Some(rq) = self.with_elv(env, |e, ctx| e.dispatch(ctx, hctx as u16)) else {
+                return;
+            };
+            self.leave_elevator(rq);
+            let target = self.rqs[rq].hctx as usize;
+            let behind = if target == hctx { hidden } else { 0 };
+            if !self.get_driver_tag(rq) {
+                self.hctxs[target].dispatch.insert(behind, rq);
+                return;
+            }
+            if !self.issue(env, rq) {
+                self.put_driver_tag(rq);
+                self.hctxs[target].dispatch.insert(behind, rq);
+                self.schedule_run(env, target as u16, env.now + RESOURCE_DELAY);
+                return;
+            }
+        }
+    }
+
+    /// The first half of a 4.11–4.14 run: send `hctx->dispatch` from its
+    /// front. The list is this run's until it ends; what the device did not
+    /// take stays at the head. Returns whether the scheduler is to be asked
+    /// (nothing was sent: `did_work` false).
+    fn send_dispatch_list(&mut self, env: &mut Env, hctx: usize, cpu: u16) -> bool {
+        if self.hctxs[hctx].dispatch.is_empty() {
+            return true;
+        }
         let mut sent = 0;
         while let Some(&rq) = self.hctxs[hctx].dispatch.front() {
             if !self.get_driver_tag(rq) {
@@ -1296,31 +1363,13 @@ impl BlockLayer {
             self.hctxs[hctx].dispatch.pop_front();
             sent += 1;
         }
-        if sent > 0 {
-            // did_work: the scheduler is not asked this time.
-            return;
-        }
-        loop {
-            if !self.elv.as_ref().is_some_and(|e| e.has_work(hctx as u16)) {
-                return;
-            }
-            self.sched_work(self.sched_cost.dispatch_ns);
-            let Some(rq) = self.with_elv(env, |e, ctx| e.dispatch(ctx, hctx as u16)) else {
-                return;
-            };
-            self.leave_elevator(rq);
-            let target = self.rqs[rq].hctx as usize;
-            if !self.get_driver_tag(rq) {
-                self.hctxs[target].dispatch.push_front(rq);
-                return;
-            }
-            if !self.issue(env, rq) {
-                self.put_driver_tag(rq);
-                self.hctxs[target].dispatch.push_front(rq);
-                self.schedule_run(env, target as u16, env.now + RESOURCE_DELAY);
-                return;
-            }
-        }
+        let left = self.hctxs[hctx].dispatch.len();
+        self.hctxs[hctx].held = (left > 0).then(|| HeldList {
+            cpu,
+            until: self.cpu.now(),
+            count: left,
+        });
+        sent == 0
     }
 
     /// `work`: what `has_work` said just before (saves asking twice).
