@@ -236,7 +236,7 @@ fn find_row<'a>(rows: &'a [GroupRow], p: &Published) -> Option<&'a GroupRow> {
 pub struct Options {
     /// Simulated time of each timed experiment (E1–E3) instead of its own.
     pub runtime: Option<Ns>,
-    /// A bar of finished runs on a terminal.
+    /// A progress bar of the runs on a terminal.
     pub progress: bool,
 }
 
@@ -361,7 +361,7 @@ const OPTS: &[Opt] = &[
         "DURATION",
         "simulated time of each timed experiment (E1-E3) instead of its\ndefault (120 s, 7200 s, 10 s; e.g. 30s for a quick look)",
     ),
-    flag("no-progress", "no bar of finished runs on a terminal"),
+    flag("no-progress", "no progress bar of the runs on a terminal"),
     with_short(valued("output", "FILE", "write the table to FILE"), 'o'),
     HELP,
 ];
@@ -375,7 +375,8 @@ USAGE:
 
 Every published cell of E1–E4 (IOPS and mean latency per group, direction
 and scheduler) beside the simulated one, each experiment on its device
-profile with --kernel set to the documents' kernel; schedulers the simulator
+profile with --kernel set to the documents' kernel and --cpus to their
+machine's hardware threads where they say; schedulers the simulator
 does not have yet are listed as such. Prints a markdown table and how many
 cells are within ±25%.
 
@@ -385,8 +386,9 @@ drive fills up as random writes map unmapped blocks (the profile's starting
 fill was fitted over those 7200 s), and 4.12 kyber's write depth only ever
 shrinks while reads and writes are on target, so E2's cells move with the
 length. That takes about twenty minutes of wall time on two cores (a bar
-counts the finished runs); --max-runtime 30s gives a look in seconds, with
-E2's IOPS too high for its short run (the drive is emptier at the start).
+follows the runs' simulated time); --max-runtime 30s gives a look in
+seconds, with E2's IOPS too high for its short run (the drive is emptier
+at the start).
 
 {}",
         args::options_help(OPTS)

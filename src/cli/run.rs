@@ -442,19 +442,27 @@ fn stderr_bar(len: u64, template: &str) -> indicatif::ProgressBar {
 }
 
 /// Run `specs` side by side on every CPU of this machine, with a bar of
-/// finished runs on a terminal when `progress` is on and there are at
-/// least two runs.
+/// their progress (finished runs, and the running ones' simulated time) on
+/// a terminal when `progress` is on and there are at least two runs.
 pub fn run_many_with_bar(specs: &[RunSpec], progress: bool) -> Vec<Result<RunReport, run::Error>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if !(progress && std::io::stderr().is_terminal()) || specs.len() < 2 {
         return run::run_many(specs, threads);
     }
+    // Position in thousandths of a run: runs move the bar as their
+    // simulated time advances, not only when they end.
+    const STEPS: f64 = 1000.0;
     let bar = stderr_bar(
-        specs.len() as u64,
-        "{spinner} runs {pos}/{len} [{bar:30}] elapsed {elapsed} eta {eta}",
+        specs.len() as u64 * STEPS as u64,
+        &format!(
+            "{{spinner}} {} runs [{{bar:30}}] {{percent}}% elapsed {{elapsed}} eta {{eta}}",
+            specs.len()
+        ),
     );
     bar.enable_steady_tick(std::time::Duration::from_millis(500));
-    let out = run::run_many_with_progress(specs, threads, &|n| bar.set_position(n as u64));
+    let out = run::run_many_with_progress(specs, threads, &|runs| {
+        bar.set_position((runs * STEPS) as u64)
+    });
     bar.finish_and_clear();
     out
 }

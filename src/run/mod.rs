@@ -258,19 +258,27 @@ pub fn run_many(specs: &[RunSpec], threads: usize) -> Vec<Result<RunReport, Erro
     run_many_with_progress(specs, threads, &|_| {})
 }
 
-/// [`run_many`], calling `finished` with the number of runs done so far
-/// each time one ends (from the worker thread that ran it).
+/// [`run_many`], calling `done` now and then from the worker threads with
+/// how much of the whole is done, in runs: each finished run counts 1, a
+/// running one the share of its simulated time it has reached (0 while it
+/// has no end time, e.g. a job of fixed size), so a bar moves during long
+/// runs instead of only when one ends.
 pub fn run_many_with_progress(
     specs: &[RunSpec],
     threads: usize,
-    finished: &(dyn Fn(usize) + Sync),
+    done: &(dyn Fn(f64) + Sync),
 ) -> Vec<Result<RunReport, Error>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let results: Mutex<Vec<Option<Result<RunReport, Error>>>> =
         Mutex::new((0..specs.len()).map(|_| None).collect());
+    let shares = Mutex::new(vec![0.0f64; specs.len()]);
+    let set_share = |i: usize, share: f64| {
+        let mut v = shares.lock().expect("shares");
+        v[i] = share;
+        done(v.iter().sum());
+    };
     let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
     let workers = threads.clamp(1, specs.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -279,9 +287,13 @@ pub fn run_many_with_progress(
                 let Some(spec) = specs.get(i) else {
                     break;
                 };
-                let r = run(spec);
+                let r = run_with_progress(spec, &mut |p| {
+                    if let Some(h) = p.horizon.filter(|&h| h > 0) {
+                        set_share(i, (p.now as f64 / h as f64).min(1.0));
+                    }
+                });
                 results.lock().expect("results")[i] = Some(r);
-                finished(done.fetch_add(1, Ordering::Relaxed) + 1);
+                set_share(i, 1.0);
             });
         }
     });
@@ -293,4 +305,25 @@ pub fn run_many_with_progress(
             r.unwrap_or_else(|| Err(Error::Internal("a run of run_many did not finish".into())))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[test]
+    fn run_many_reports_progress_within_runs_and_ends_at_the_run_count() {
+        let job = "[x]\nrw=randread\nsize=64m\nruntime=1\ntime_based\nioengine=libaio\ndirect=1\niodepth=8\n";
+        let spec = RunSpec::new(JobSource::text("x.fio", job)).device("ram");
+        let specs = [spec.clone(), spec];
+        let seen = Mutex::new(Vec::new());
+        let out = run_many_with_progress(&specs, 2, &|runs| seen.lock().unwrap().push(runs));
+        assert!(out.iter().all(|r| r.is_ok()));
+        let seen = seen.into_inner().unwrap();
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+        assert_eq!(*seen.last().unwrap(), 2.0);
+        // Reported while running, not only as runs end.
+        assert!(seen.iter().any(|&r| r.fract() > 0.0), "{seen:?}");
+    }
 }
