@@ -25,6 +25,12 @@
 //! has been idle, background GC refills the free pool to `gc_idle_blocks`.
 //! The counters know the fill, not the write pattern: on a preconditioned
 //! drive sequential writes pay the same GC cost as random ones.
+//!
+//! Read/program collisions (optional, `program_ns` > 0): every `page_bytes`
+//! the program path writes (host data and GC copies) is one program on the
+//! next unit in turn, holding it for `program_ns` from when the path reaches
+//! that page; a host read whose unit is programming waits for the program
+//! to end (no program suspend), as `nvme`'s `program_ns` does.
 
 use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
@@ -89,6 +95,10 @@ pub struct SataSsdParams {
     /// writes that wait for buffer space.
     #[serde(default)]
     pub front_end_waits_for_buffer: bool,
+    /// Time one flash program holds its unit, ns; 0 (the default): host
+    /// reads never wait for programs.
+    #[serde(default)]
+    pub program_ns: u64,
 }
 
 /// Counters the tests read.
@@ -113,6 +123,11 @@ pub struct SataSsd {
     gc_read_end: Vec<Ns>,
     erase_end: Vec<Ns>,
     gc_next_unit: usize,
+    /// Programs per unit, (start, end), in order (`program_ns` > 0).
+    programs: Vec<VecDeque<(Ns, Ns)>>,
+    next_program_unit: usize,
+    /// Bytes through the program path not yet making a whole page.
+    program_fill: u64,
     /// Buffered writes in order: (time its data is programmed, bytes).
     buffer: VecDeque<(Ns, u64)>,
     buffered: u64,
@@ -183,6 +198,8 @@ pub fn check(p: &SataSsdParams) -> Result<(), BadValue> {
     in_range("sata_ssd.write_buffer", p.write_buffer, 4096, GIB, "bytes")?;
     // Block erase (tBERS): a few ms, at most ~25 ms.
     in_range("sata_ssd.erase_ns", p.erase_ns, 0, 100 * MS, "ns")?;
+    // NAND tPROG: ~200 us (SLC) to a few ms (TLC/QLC); 0 turns it off.
+    in_range("sata_ssd.program_ns", p.program_ns, 0, 20 * MS, "ns")?;
     // An erase block holds many pages: 128 KiB (old SLC) to tens of MiB
     // (3D NAND, multi-plane). Garbage collection works block by block, so a
     // tiny block makes GC run once per few bytes written.
@@ -275,6 +292,9 @@ impl SataSsd {
             gc_read_end: vec![0; units],
             erase_end: vec![0; units],
             gc_next_unit: 0,
+            programs: vec![VecDeque::new(); if p.program_ns > 0 { units } else { 0 }],
+            next_program_unit: 0,
+            program_fill: 0,
             buffer: VecDeque::with_capacity(entries.min(1 << 16)),
             buffered: 0,
             last_admit: 0,
@@ -332,7 +352,7 @@ impl SataSsd {
             let lo = (page * self.p.page_bytes).max(sector * 512);
             let hi = ((page + 1) * self.p.page_bytes).min(sector * 512 + bytes.max(1));
             let u = self.unit_of(page);
-            let start = self.unit_ready(u, t);
+            let start = self.after_programs(u, self.unit_ready(u, t));
             let end = start
                 + self.jittered(self.p.read_ns)
                 + (hi - lo) * NS_PER_SEC / self.p.unit_bandwidth;
@@ -360,7 +380,58 @@ impl SataSsd {
         self.stats.gc_jobs += 1;
         self.stats.gc_copied_bytes += copy;
         // Copy reads pipeline under the programs; the path time dominates.
-        t + (copy * NS_PER_SEC as f64 / self.p.program_bandwidth as f64) as Ns
+        let end = t + (copy * NS_PER_SEC as f64 / self.p.program_bandwidth as f64) as Ns;
+        self.schedule_programs(t, end, copy as u64);
+        end
+    }
+
+    /// The program path writes `bytes` from `from` to `to`: each whole
+    /// `page_bytes` is a program on the next unit in turn, starting when the
+    /// path reaches that page (after the unit's previous program).
+    fn schedule_programs(&mut self, from: Ns, to: Ns, bytes: u64) {
+        if self.p.program_ns == 0 || bytes == 0 {
+            return;
+        }
+        let page = self.p.page_bytes;
+        let before = self.program_fill;
+        self.program_fill += bytes;
+        let mut k = 1;
+        while self.program_fill >= page {
+            self.program_fill -= page;
+            // The path reaches the end of this page `reached` bytes in.
+            let reached = (k * page).saturating_sub(before).min(bytes);
+            let at = from + ((to - from) as u128 * reached as u128 / bytes as u128) as Ns;
+            let u = self.next_program_unit;
+            self.next_program_unit = (u + 1) % self.programs.len();
+            let q = &mut self.programs[u];
+            // Every later read passes the host stage after `host_free`:
+            // programs over by then cannot hold one (and the queues stay
+            // as short as the path's backlog, whatever the run's length).
+            while q.front().is_some_and(|&(_, end)| end <= self.host_free) {
+                q.pop_front();
+            }
+            let start = q.back().map_or(at, |&(_, end)| end.max(at));
+            q.push_back((start, start + self.p.program_ns));
+            k += 1;
+        }
+    }
+
+    /// When a host read ready at `s` on unit `u` may start: after any
+    /// program holding the unit then (no program suspend). Reads on a unit
+    /// come in time order, so programs that ended before `s` are dropped.
+    fn after_programs(&mut self, u: usize, mut s: Ns) -> Ns {
+        let Some(q) = self.programs.get_mut(u) else {
+            return s;
+        };
+        while q.front().is_some_and(|&(_, end)| end <= s) {
+            q.pop_front();
+        }
+        for &(start, end) in q.iter() {
+            if start <= s && s < end {
+                s = end;
+            }
+        }
+        s
     }
 
     /// Program `bytes` of host data that entered the buffer at `at`: returns
@@ -385,6 +456,7 @@ impl SataSsd {
         }
         let end = start + bytes * NS_PER_SEC / self.p.program_bandwidth;
         self.path_free = end;
+        self.schedule_programs(start, end, bytes);
         let b = bytes as f64;
         self.free -= b;
         // Writing to an unmapped LBA adds data; the mapped fraction is
@@ -546,6 +618,42 @@ mod tests {
         assert!(r_free < 0.5 * w_free, "free: read {r_free} write {w_free}");
         assert!(r_held > w_held, "held: read {r_held} write {w_held}");
         assert!(r_held < 1.5 * w_held, "held: read {r_held} write {w_held}");
+    }
+
+    #[test]
+    fn reads_wait_for_programs_on_their_unit() {
+        // A full drive at QD32, one read in eight: with programs holding
+        // their unit the reads take longer, the writes (paced by the
+        // program path's bandwidth, which does not change) do not.
+        let mixed = |program_ns: u64| {
+            let mut d = ssd(|p| {
+                let s = p.sata_ssd.as_mut().unwrap();
+                s.initial_fill = 1.0;
+                s.program_ns = program_ns;
+            });
+            mixed_loop(&mut d, 32, 8, 60_000)
+        };
+        let (r0, w0) = mixed(0);
+        let (r1, w1) = mixed(2_000_000);
+        assert!(r1 > r0 + 100_000.0, "reads {r0} -> {r1}");
+        assert!((w1 / w0 - 1.0).abs() < 0.05, "writes {w0} -> {w1}");
+    }
+
+    #[test]
+    fn program_queues_stay_as_short_as_the_path_backlog() {
+        // Writes only: no read ever drops a unit's programs, the host stage
+        // does, so a long run keeps a bounded list per unit.
+        let mut d = ssd(|p| {
+            let s = p.sata_ssd.as_mut().unwrap();
+            s.initial_fill = 1.0;
+            s.program_ns = 2_000_000;
+        });
+        closed_loop(&mut d, 32, Op::Write, 200_000);
+        let longest = d.programs.iter().map(VecDeque::len).max().unwrap();
+        assert!(
+            longest > 0 && longest < 64,
+            "{longest} programs queued on a unit"
+        );
     }
 
     /// Closed loop at `depth`, every `every`-th command a read: (mean read
