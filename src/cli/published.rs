@@ -359,7 +359,7 @@ const OPTS: &[Opt] = &[
     valued(
         "max-runtime",
         "DURATION",
-        "simulated time of each timed experiment (E1-E3) instead of its\ndefault (120 s, 7200 s, 10 s; e.g. 30s for a quick look)",
+        "simulated time of each timed experiment (E1-E3) instead of its\ndefault (each set-up line names it), e.g. 30s for a quick look",
     ),
     flag("no-progress", "no progress bar of the runs on a terminal"),
     with_short(valued("output", "FILE", "write the table to FILE"), 'o'),

@@ -557,6 +557,15 @@ mod tests {
         SataSsd::new(&p, 1).unwrap()
     }
 
+    /// The built-in drive full of data (`initial_fill` 1), with `edit`.
+    fn full_ssd(edit: impl Fn(&mut SataSsdParams)) -> SataSsd {
+        ssd(|p| {
+            let s = p.sata_ssd.as_mut().unwrap();
+            s.initial_fill = 1.0;
+            edit(s);
+        })
+    }
+
     /// Closed-loop random 4 KiB `op`s at `depth` for `n` completions:
     /// (IOPS, mean latency ns, max latency ns).
     fn closed_loop(d: &mut SataSsd, depth: usize, op: Op, n: u64) -> (f64, f64, u64) {
@@ -606,11 +615,7 @@ mod tests {
         // front end the reads queue behind the writes waiting for buffer
         // space and take longer than the writes; without it they pass them.
         let mixed = |hold: bool| {
-            let mut d = ssd(|p| {
-                let s = p.sata_ssd.as_mut().unwrap();
-                s.initial_fill = 1.0;
-                s.front_end_waits_for_buffer = hold;
-            });
+            let mut d = full_ssd(|s| s.front_end_waits_for_buffer = hold);
             mixed_loop(&mut d, 32, 8, 60_000)
         };
         let (r_free, w_free) = mixed(false);
@@ -626,11 +631,7 @@ mod tests {
         // their unit the reads take longer, the writes (paced by the
         // program path's bandwidth, which does not change) do not.
         let mixed = |program_ns: u64| {
-            let mut d = ssd(|p| {
-                let s = p.sata_ssd.as_mut().unwrap();
-                s.initial_fill = 1.0;
-                s.program_ns = program_ns;
-            });
+            let mut d = full_ssd(|s| s.program_ns = program_ns);
             mixed_loop(&mut d, 32, 8, 60_000)
         };
         let (r0, w0) = mixed(0);
@@ -643,11 +644,7 @@ mod tests {
     fn program_queues_stay_as_short_as_the_path_backlog() {
         // Writes only: no read ever drops a unit's programs, the host stage
         // does, so a long run keeps a bounded list per unit.
-        let mut d = ssd(|p| {
-            let s = p.sata_ssd.as_mut().unwrap();
-            s.initial_fill = 1.0;
-            s.program_ns = 2_000_000;
-        });
+        let mut d = full_ssd(|s| s.program_ns = 2_000_000);
         closed_loop(&mut d, 32, Op::Write, 200_000);
         let longest = d.programs.iter().map(VecDeque::len).max().unwrap();
         assert!(
@@ -744,7 +741,7 @@ mod tests {
         });
         let (e_iops, _, e_max) = closed_loop(&mut empty, 32, Op::Write, 200_000);
         assert_eq!(empty.stats.gc_jobs, 0);
-        let mut full = ssd(|p| p.sata_ssd.as_mut().unwrap().initial_fill = 1.0);
+        let mut full = full_ssd(|_| {});
         let (f_iops, _, f_max) = closed_loop(&mut full, 32, Op::Write, 100_000);
         assert!(full.stats.gc_jobs > 10);
         assert!(f_iops * 2.0 < e_iops, "full {f_iops} vs empty {e_iops}");
