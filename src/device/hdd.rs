@@ -22,8 +22,10 @@
 //! command to serve, or together with host commands when the cache is full,
 //! a write waits for room, or a flush is pending. Host commands keep priority
 //! there: a destage wins only if its positioning time is `destage_cost_factor`
-//! times shorter. A flush completes when the cache is empty. With write
-//! through (or FUA), writes go to the media.
+//! times shorter. A flush is not queued (FLUSH CACHE is a non-NCQ
+//! command): the drive takes nothing new until it completes, once the
+//! commands before it are done and the cache is empty. With write through
+//! (or FUA), writes go to the media.
 //!
 //! Read look-ahead: after a read the idle drive keeps reading the following
 //! sectors into a buffer segment (followed track by track, with the same
@@ -569,8 +571,14 @@ impl Hdd {
         }
     }
 
+    /// FLUSH CACHE is not an NCQ command: libata issues it once the
+    /// commands before it are done, and holds every command after it until
+    /// it completes (`ata_std_qc_defer`, drivers/ata/libata-core.c), so it
+    /// completes when the cache holds nothing written before it. Had new
+    /// writes been let into the cache meanwhile, a flush under steady
+    /// writeback would wait for a cache that never empties.
     fn complete_flushes(&mut self, now: Ns, out: &mut DeviceOut) {
-        if self.dirty_n > 0 {
+        if self.dirty_n > 0 || self.queue.iter().any(|c| c.kind != Kind::Flush) {
             return;
         }
         let t = now + self.p.command_overhead_ns;
@@ -902,6 +910,11 @@ impl Device for Hdd {
     }
 
     fn submit(&mut self, now: Ns, cmd: &DeviceCmd, out: &mut DeviceOut) -> Submit {
+        if self.queue.iter().any(|c| c.kind == Kind::Flush) {
+            // A flush is active: libata defers the command (the host is
+            // busy; the block layer requeues it and re-runs on a completion).
+            return Submit::Busy;
+        }
         let (lba, n) = (cmd.sector, cmd.nr_sectors as u64);
         let enqueue = |d: &mut Hdd, kind: Kind| {
             if d.queue.len() >= d.limits.queue_depth as usize {
@@ -944,7 +957,7 @@ impl Device for Hdd {
                 }
             }
             Op::Flush => {
-                if self.dirty_n > 0 {
+                if self.dirty_n > 0 || !self.queue.is_empty() {
                     enqueue(self, Kind::Flush)
                 } else {
                     out.completions
@@ -978,7 +991,6 @@ impl Device for Hdd {
                 self.dirty_n -= 1;
                 self.dirty_sectors -= n;
                 self.admit_waiting(now, out);
-                self.complete_flushes(now, out);
             }
             Work::Read { lba, n } => {
                 // Read ahead from here while nothing else is to be done.
@@ -992,6 +1004,7 @@ impl Device for Hdd {
             }
             Work::Write => {}
         }
+        self.complete_flushes(now, out);
         self.kick(now, out);
     }
 
@@ -1038,6 +1051,9 @@ mod tests {
                 self.seq += 1;
                 self.heap.push(Reverse((t, self.seq, (1 << 40) | tok)));
             }
+        }
+        fn peek_time(&self) -> Option<Ns> {
+            self.heap.peek().map(|Reverse((t, _, _))| *t)
         }
         fn next(&mut self) -> Option<(Ns, Ev)> {
             let Reverse((t, _, v)) = self.heap.pop()?;
@@ -1384,6 +1400,52 @@ mod tests {
         assert!(wb_flush > 50_000_000, "write-back flush {wb_flush}");
         assert_eq!(d.dirty_n, 0);
         assert!(d.dirty.is_empty());
+    }
+
+    #[test]
+    fn a_flush_holds_later_commands_and_ends_under_steady_writes() {
+        // Writes keep coming while a flush destages a full cache: they are
+        // refused until it completes (the host retries them), so the flush
+        // ends after the destage of what was cached before it.
+        let mut d = hdd(true);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut lp = Loop::new();
+        let k = d.p.write_cache_entries;
+        let mut random_write =
+            |id, d: &mut Hdd| cmd(id, Op::Write, rng.gen_range(0..d.total_sectors / 8) * 8, 8);
+        for id in 0..k {
+            let w = random_write(id, &mut d);
+            assert_eq!(d.submit(0, &w, &mut lp.out), Submit::Accepted);
+            lp.drain();
+        }
+        let flush = cmd(10_000, Op::Flush, 0, 0);
+        assert_eq!(d.submit(0, &flush, &mut lp.out), Submit::Accepted);
+        let (mut flushed_at, mut refused, mut next_id) = (None, 0, k + 1);
+        let mut t_next = 1_000_000;
+        while flushed_at.is_none() {
+            if lp.peek_time().is_some_and(|t| t < t_next) {
+                match lp.next() {
+                    Some((t, Ev::Wake(tok))) => d.wakeup(t, tok, &mut lp.out),
+                    Some((t, Ev::Done(10_000))) => flushed_at = Some(t),
+                    _ => {}
+                }
+            } else {
+                // A write every millisecond until the flush is done.
+                let w = random_write(next_id, &mut d);
+                next_id += 1;
+                if d.submit(t_next, &w, &mut lp.out) == Submit::Busy {
+                    refused += 1;
+                }
+                t_next += 1_000_000;
+            }
+            lp.drain();
+            assert!(t_next < 60_000_000_000, "the flush never completed");
+        }
+        assert!(refused > 10, "writes refused during the flush: {refused}");
+        assert_eq!(d.dirty_n, 0);
+        // After it, writes go to the cache again.
+        let w = random_write(next_id, &mut d);
+        assert_eq!(d.submit(t_next, &w, &mut lp.out), Submit::Accepted);
     }
 
     #[test]
