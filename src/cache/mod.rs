@@ -128,6 +128,10 @@ pub struct PageCache {
     pub flusher_task: u32,
     /// Tasks waiting for writeback to end (fsync, `folio_wait_writeback`).
     writeback_waiters: Vec<u32>,
+    /// Pages ever put under writeback (Dirty → Writeback): with
+    /// `view.written_pages`, what lets a waiter wait for the writeback that
+    /// was in flight when it looked, not for writeback started after.
+    submitted_pages: u64,
     next_turn: u64,
     pub view: CacheView,
     next_sample: Ns,
@@ -179,6 +183,7 @@ impl PageCache {
             flusher_wake: None,
             flusher_task: u32::MAX,
             writeback_waiters: Vec::new(),
+            submitted_pages: 0,
             next_turn: 1,
             view: CacheView {
                 sample_every: NS_PER_SEC / 10,
@@ -585,12 +590,7 @@ impl PageCache {
                 pos = stop;
             }
         }
-        for &(s, e) in runs.iter() {
-            self.apply(file, s, e, false, |st| match st {
-                Some(PageState::Dirty) => Some(PageState::Writeback),
-                s => s,
-            });
-        }
+        self.start_writeback(file, runs);
         let f = &mut self.files[file as usize];
         f.writeback_index = if pos >= end { first } else { pos };
         if f.dirty == 0 {
@@ -618,12 +618,7 @@ impl PageCache {
             push_run(runs, e.start, e.end);
         }
         self.scratch = found;
-        for &(s, e) in runs.iter() {
-            self.apply(file, s, e, false, |st| match st {
-                Some(PageState::Dirty) => Some(PageState::Writeback),
-                s => s,
-            });
-        }
+        self.start_writeback(file, runs);
         let f = &mut self.files[file as usize];
         if f.dirty == 0 {
             f.dirtied_when = None;
@@ -644,6 +639,30 @@ impl PageCache {
             pos = e.end;
         }
         true
+    }
+
+    /// The dirty pages of `runs` (all dirty) go under writeback.
+    fn start_writeback(&mut self, file: u32, runs: &[(u64, u64)]) {
+        for &(s, e) in runs {
+            self.apply(file, s, e, false, |st| match st {
+                Some(PageState::Dirty) => Some(PageState::Writeback),
+                s => s,
+            });
+            self.submitted_pages += e - s;
+        }
+    }
+
+    /// A mark of the writeback in flight now, for [`Self::written_since`].
+    pub fn writeback_mark(&self) -> u64 {
+        self.submitted_pages
+    }
+
+    /// Whether as many pages have completed writeback as had been put
+    /// under it at `mark`: the writeback then in flight is done, to first
+    /// order (completions can come out of order; the count cannot tell
+    /// which pages they were).
+    pub fn written_since(&self, mark: u64) -> bool {
+        self.view.written_pages >= mark
     }
 
     /// Whether some page of `[start, end)` is under writeback.

@@ -141,6 +141,32 @@ fn writeback_walks_dirty_runs_cyclically_in_chunks() {
 }
 
 #[test]
+fn a_writeback_mark_is_passed_when_the_writeback_then_in_flight_ends() {
+    // A file rewritten all the time always has pages under writeback; a
+    // waiter for what was in flight when it looked must still get through.
+    let mut c = cache(1 << 30, &[(0, 1 << 30)]);
+    let mut runs = Vec::new();
+    c.write(0, 0, 10, 0, 1);
+    c.take_dirty(0, 100, &mut runs);
+    let mark = c.writeback_mark();
+    assert!(!c.written_since(mark));
+    // More of the file goes under writeback after the mark.
+    c.write(0, 10, 20, 0, 2);
+    c.take_dirty(0, 100, &mut runs);
+    c.writeback_done(0, 0, 10, NS_PER_SEC);
+    assert!(
+        c.writeback_in(0, 0, 20),
+        "pages 10..20 still under writeback"
+    );
+    assert!(
+        c.written_since(mark),
+        "what was in flight at the mark is done"
+    );
+    assert!(!c.written_since(c.writeback_mark()));
+    check(&c);
+}
+
+#[test]
 fn inode_order_is_oldest_first_requeued_last_and_kupdate_filters() {
     let mut c = cache(
         1 << 30,

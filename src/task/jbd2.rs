@@ -69,6 +69,9 @@ pub struct Jbd2Task {
     /// The jobs are done: start no new commit.
     pub stopping: bool,
     runs: Vec<(u64, u64)>,
+    /// data=ordered: the writeback mark taken when the commit began to
+    /// wait for its ordered data (`PageCache::writeback_mark`).
+    ordered_mark: Option<u64>,
 }
 
 impl Default for Jbd2Task {
@@ -87,6 +90,7 @@ impl Jbd2Task {
             plug: Plug::default(),
             stopping: false,
             runs: Vec::new(),
+            ordered_mark: None,
         }
     }
 
@@ -205,15 +209,24 @@ impl Jbd2Task {
         if fs.opts.data == DataMode::Ordered {
             let cache = cx.cache.as_deref_mut().expect("page cache");
             let txn = self.txn.as_ref().expect("committing transaction");
-            let waiting = txn
-                .ordered
-                .iter()
-                .any(|&(f, s, e)| cache.writeback_in(f, s, e));
+            // `jbd2_journal_finish_inode_data_buffers` waits for the pages
+            // of the ordered ranges that are under writeback when its scan
+            // reaches them (filemap_fdatawait_range), not for writeback
+            // started later: a file rewritten all the time would otherwise
+            // hold the commit forever. Waiting for what was in flight when
+            // the commit first looked keeps that bound.
+            let mark = *self.ordered_mark.get_or_insert(cache.writeback_mark());
+            let waiting = !cache.written_since(mark)
+                && txn
+                    .ordered
+                    .iter()
+                    .any(|&(f, s, e)| cache.writeback_in(f, s, e));
             if waiting {
                 cache.wait_writeback(task.id);
                 task.sleep = Some(SleepReason::Io);
                 return;
             }
+            self.ordered_mark = None;
         }
         let j = &mut fs.journal;
         j.passed_flush_point();
