@@ -138,7 +138,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
             ("bfq", &E2_BFQ),
             ("kyber", &E2_KYBER),
         ],
-        note: "Intel DC S3520 with reads behind the write backlog; fill fitted to the none row",
+        note: "Intel DC S3520 with reads behind the write backlog and programs; fill and program time fitted to the none row",
     },
     Experiment {
         id: "E3",
