@@ -106,12 +106,12 @@ fn on_4_12_mq_deadline_loses_its_read_preference_to_concurrent_runs() {
 
 #[test]
 #[ignore = "measured 16.8 ms max for mq-deadline on E2 4.12 (12 CPUs) over 300 s, need > 1 s \
-            (published ~2.7 s). With runs on several CPUs overlapping, hctx->dispatch's \
-            length spreads over 0-17 (runs over 30 s by the length they found: 0: 41k, \
-            1-8: 1.38M, 9-17: 0.83M; with atomic runs it was 0-2), but it comes back to 0 \
-            often enough that nothing is stranded for long. Seconds need the list pinned \
-            full for seconds: more overlap than the model's driver costs give, or a lost \
-            restart (4.12-4.15 fixed several), not found"]
+            (published ~2.7 s). hctx->dispatch's length spreads over 0-17 but comes back to 0 \
+            often: a woken fio task's resubmission run is taken before kblockd's run for the \
+            completion that woke it, so it sends the list's head and the list stays FIFO-like. \
+            Running kblockd first makes it the kernel's stack (max 1.6 s) but then strands BFQ's \
+            requests for the whole run, and the strand length turns on sub-microsecond costs \
+            (src/block/mod.rs kblockd_restart)"]
 fn e2_mq_deadline_maximum_latency_is_seconds_on_4_12() {
     let e = elevator::cli::published::EXPERIMENTS
         .iter()

@@ -1553,6 +1553,21 @@ impl BlockLayer {
     /// runs share one run, which then finds several driver tags free. That
     /// is what lets `hctx->dispatch` empty now and then, so requests stranded
     /// at its tail leave after a while instead of never.
+    ///
+    /// Known limit (why E2's seconds-long mq-deadline maxima do not appear):
+    /// the task a completion wakes acts within the completion's event
+    /// (run/engine.rs `settle`), so its resubmission's queue run is taken
+    /// before this kblockd run although its CPU time is later; it finds the
+    /// freed tag, sends the list's head and leaves its own request in the
+    /// scheduler, and kblockd's run then pulls one to the list's tail. The
+    /// list stays FIFO-like. Run kblockd's run first instead (a probe, not
+    /// kept) and the list becomes the stack the kernel had: pinned at 15–17
+    /// on E2 (4.12, 12 CPUs), its bottom left only by runs that splice
+    /// before an overlapping run splices back. How often that happens turns
+    /// on sub-microsecond CPU costs: with the default 0.2 µs driver cost
+    /// mq-deadline's maximum was 1.6 s over 300 s and BFQ's requests stayed
+    /// stranded to the end of the run; with 1 µs, 44 and 96 ms; with 2 µs,
+    /// 21 and 26 ms. Which is right needs the 4.12 path's real timings.
     fn kblockd_restart(&mut self, env: &mut Env) {
         let at = self.cpu.now().max(env.now) + KBLOCKD_WAKE_NS;
         for h in 0..self.hctxs.len() {
