@@ -571,6 +571,11 @@ impl Hdd {
         }
     }
 
+    /// A flush is queued (and, not being an NCQ command, holds the drive).
+    fn flush_pending(&self) -> bool {
+        self.queue.iter().any(|c| c.kind == Kind::Flush)
+    }
+
     /// FLUSH CACHE is not an NCQ command: libata issues it once the
     /// commands before it are done, and holds every command after it until
     /// it completes (`ata_std_qc_defer`, drivers/ata/libata-core.c), so it
@@ -630,7 +635,7 @@ impl Hdd {
         if self.busy.is_some() {
             return;
         }
-        let flush_pending = self.queue.iter().any(|c| c.kind == Kind::Flush);
+        let flush_pending = self.flush_pending();
         let waiting = self.queue.iter().any(|c| c.kind == Kind::WaitCache);
         let have_media = self.queue.iter().any(|c| c.kind == Kind::Media);
         let urgent = !self.write_back() || flush_pending || waiting || self.cache_full();
@@ -910,7 +915,7 @@ impl Device for Hdd {
     }
 
     fn submit(&mut self, now: Ns, cmd: &DeviceCmd, out: &mut DeviceOut) -> Submit {
-        if self.queue.iter().any(|c| c.kind == Kind::Flush) {
+        if self.flush_pending() {
             // A flush is active: libata defers the command (the host is
             // busy; the block layer requeues it and re-runs on a completion).
             return Submit::Busy;
