@@ -151,6 +151,11 @@ impl RunQueues {
         let slice = self.slice_ns;
         let rq = &mut self.cpus[cpu as usize];
         if rq.tasks <= 1 {
+            // Alone on the CPU (the others ended): a turn it waited for
+            // before is over, or the CPU would never look idle again.
+            if !rq.waiting.is_empty() {
+                rq.waiting.retain(|&w| w != id);
+            }
             return Grant::Run { switch_ns: 0 };
         }
         let curr_in_slice = rq.slice_used < slice;
@@ -269,6 +274,12 @@ impl RunQueues {
             .iter()
             .copied()
             .min_by_key(|&w| (vr[w as usize], w))
+    }
+
+    /// Whether `id` waits for `cpu`.
+    #[cfg(test)]
+    pub fn is_waiting(&self, id: TaskId, cpu: u16) -> bool {
+        self.cpus[cpu as usize].waiting.contains(&id)
     }
 
     /// A task's virtual runtime (its CPU time so far, adjusted on wake-up).
@@ -401,5 +412,18 @@ mod tests {
         rq.leave(1, 0);
         assert_eq!(rq.next_waiter(0), None);
         assert!(!rq.shared(0));
+    }
+
+    #[test]
+    fn a_task_left_alone_on_its_cpu_stops_waiting() {
+        let mut rq = two_on_one();
+        rq.ask(0, 0);
+        rq.set_runnable(0, 0, true);
+        rq.wait(1, 0);
+        rq.leave(0, 0);
+        // Task 1 is alone now: it runs and no longer counts as waiting.
+        assert_eq!(rq.ask(1, 0), Grant::Run { switch_ns: 0 });
+        assert!(!rq.is_waiting(1, 0));
+        assert!(!rq.turn_over(0));
     }
 }
