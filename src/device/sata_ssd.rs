@@ -31,6 +31,13 @@
 //! next unit in turn, holding it for `program_ns` from when the path reaches
 //! that page; a host read whose unit is programming waits for the program
 //! to end (no program suspend), as `nvme`'s `program_ns` does.
+//!
+//! FLUSH CACHE is not an NCQ command: libata issues it only once every
+//! queued command has completed and defers every command behind it until it
+//! completes (`ata_std_qc_defer`, drivers/ata/libata-core.c), so a flush
+//! drains the drive's queue and holds the host until it is done; a command
+//! submitted meanwhile is refused (busy) and the block layer re-runs the
+//! queue when the flush completes, as `hdd` does.
 
 use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
@@ -115,6 +122,10 @@ pub struct SataSsd {
     rng: ChaCha8Rng,
     /// Host interface (controller + link) busy until.
     host_free: Ns,
+    /// The latest completion of any command accepted so far.
+    last_done: Ns,
+    /// A flush holds the host until then (commands before it are refused).
+    flush_until: Ns,
     /// Host reads: each unit busy until.
     unit_free: Vec<Ns>,
     /// GC on a unit: copy reads from `gc_start` to `gc_read_end`, then the
@@ -287,6 +298,8 @@ impl SataSsd {
             limits: profile.queue.clone(),
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x7361_7461),
             host_free: 0,
+            last_done: 0,
+            flush_until: 0,
             unit_free: vec![0; units],
             gc_start: vec![0; units],
             gc_read_end: vec![0; units],
@@ -503,6 +516,10 @@ impl Device for SataSsd {
     }
 
     fn submit(&mut self, now: Ns, cmd: &DeviceCmd, out: &mut DeviceOut) -> Submit {
+        if now < self.flush_until {
+            // A flush is active: libata defers the command.
+            return Submit::Busy;
+        }
         let bytes = cmd.bytes();
         let done = match cmd.op {
             Op::Read => {
@@ -526,14 +543,18 @@ impl Device for SataSsd {
                 self.host_stage(now, 0) + self.p.trim_ns
             }
             Op::Flush => {
-                let t = self.host_stage(now, 0);
-                if self.limits.write_cache {
+                // Issued once everything queued before it is done.
+                let t = self.host_stage(now, 0).max(self.last_done);
+                let done = if self.limits.write_cache {
                     t + self.p.flush_ns
                 } else {
                     t
-                }
+                };
+                self.flush_until = done;
+                done
             }
         };
+        self.last_done = self.last_done.max(done);
         out.completions.push((done, cmd.id));
         Submit::Accepted
     }
@@ -638,6 +659,43 @@ mod tests {
         let (r1, w1) = mixed(2_000_000);
         assert!(r1 > r0 + 100_000.0, "reads {r0} -> {r1}");
         assert!((w1 / w0 - 1.0).abs() < 0.05, "writes {w0} -> {w1}");
+    }
+
+    #[test]
+    fn a_flush_drains_the_queue_and_holds_the_host() {
+        // FLUSH CACHE is not queued: it completes after every write before
+        // it (plus its own time), and a command sent meanwhile is refused
+        // until it is done, then accepted.
+        let mut d = full_ssd(|_| {});
+        let mut out = DeviceOut::default();
+        let cmd = |id: RqId, op: Op, sector: u64| DeviceCmd {
+            id,
+            op,
+            sector,
+            nr_sectors: if op == Op::Flush { 0 } else { 8 },
+            hwq: 0,
+            fua: false,
+        };
+        for id in 0..16 {
+            assert_eq!(
+                d.submit(0, &cmd(id, Op::Write, id as u64 * 4096), &mut out),
+                Submit::Accepted
+            );
+        }
+        let last_write = out.completions.iter().map(|c| c.0).max().unwrap();
+        assert_eq!(
+            d.submit(0, &cmd(16, Op::Flush, 0), &mut out),
+            Submit::Accepted
+        );
+        let flush_done = out.completions.last().unwrap().0;
+        assert!(
+            flush_done >= last_write + d.p.flush_ns,
+            "flush at {flush_done}, last write at {last_write}"
+        );
+        let read = cmd(17, Op::Read, 1 << 20);
+        assert_eq!(d.submit(flush_done - 1, &read, &mut out), Submit::Busy);
+        assert_eq!(d.submit(flush_done, &read, &mut out), Submit::Accepted);
+        assert!(out.completions.last().unwrap().0 > flush_done);
     }
 
     #[test]
