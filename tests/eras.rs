@@ -111,7 +111,8 @@ fn on_4_12_mq_deadline_loses_its_read_preference_to_concurrent_runs() {
             completion that woke it, so it sends the list's head and the list stays FIFO-like. \
             Running kblockd first makes it the kernel's stack (max 1.6 s) but then strands BFQ's \
             requests for the whole run, and the strand length turns on sub-microsecond costs \
-            (src/block/mod.rs kblockd_restart)"]
+            (src/block/mod.rs kblockd_restart). Ordering kblockd by CPU time strands them for \
+            11-90 s instead and doubles the reader's mean read latency"]
 fn e2_mq_deadline_maximum_latency_is_seconds_on_4_12() {
     let e = elevator::cli::published::EXPERIMENTS
         .iter()

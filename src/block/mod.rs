@@ -1568,6 +1568,17 @@ impl BlockLayer {
     /// mq-deadline's maximum was 1.6 s over 300 s and BFQ's requests stayed
     /// stranded to the end of the run; with 1 µs, 44 and 96 ms; with 2 µs,
     /// 21 and 26 ms. Which is right needs the 4.12 path's real timings.
+    /// A later probe (2026-11-24, patch not kept) ran kblockd's run first
+    /// only when its time came before the task's CPU time (the task's run
+    /// caught it up): E2 4.12 over 300 s then stranded requests for 70 s
+    /// under mq-deadline and 30 s under BFQ (11 s and 22 s with kblockd on
+    /// the completing CPU, as WORK_CPU_UNBOUND gives a single-queue device;
+    /// 70 s and 90 s with every completion on one AHCI interrupt CPU), and
+    /// the reader's mean read latency doubled (1.6-1.9 ms against none's
+    /// 0.87; published 1.42 vs 1.38). With the stack pinned, only a run that
+    /// finds several tags free before the resubmissions pull (or fio holding
+    /// ~17 completions at once) lowers it; the real kernel did that every
+    /// few seconds, the model every tens of seconds.
     fn kblockd_restart(&mut self, env: &mut Env) {
         let at = self.cpu.now().max(env.now) + KBLOCKD_WAKE_NS;
         for h in 0..self.hctxs.len() {
