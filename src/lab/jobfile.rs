@@ -612,6 +612,9 @@ enum Item {
     ReadIolog(usize),
     /// `KEY=NAME`, NAME a plain file name.
     Named(String, String),
+    /// An option the lab carries out itself (`cgroup_weight=`): a comment in
+    /// fio's copy, the option itself in the copy elevator parses.
+    ByLab(String),
 }
 
 /// A job file checked for the lab, ready to be written for fio.
@@ -743,9 +746,7 @@ pub fn prepare(
                 "elevator lab: replaced by filename={}: {c}",
                 target.path
             ))),
-            Class::CgroupLab => p
-                .items
-                .push(Item::Comment(format!("elevator lab: done by the lab: {c}"))),
+            Class::CgroupLab => p.items.push(Item::ByLab(c.to_string())),
             Class::Cgroup => {
                 p.uses_cgroup = true;
                 let v = value.unwrap_or("");
@@ -869,6 +870,9 @@ pub struct Rewrite<'a> {
     pub trace_dir: &'a Path,
     /// With `--mount`: the mounted file system's directory.
     pub directory: Option<&'a Path>,
+    /// Keep the options the lab carries out (`cgroup_weight=`) instead of
+    /// commenting them out: for elevator's own parse, never for fio.
+    pub keep_lab_options: bool,
 }
 
 /// A runtime as fio reads it (seconds unless a unit is given), printed back.
@@ -929,6 +933,11 @@ impl Prepared {
                     ));
                 }
                 Item::Named(k, name) => out.push_str(&format!("{k}={name}")),
+                Item::ByLab(c) if rw.keep_lab_options => out.push_str(c),
+                Item::ByLab(c) => out.push_str(&format!(
+                    "; elevator lab: done by the lab: {}",
+                    c.replace(['\n', '\r'], " ")
+                )),
             }
             out.push('\n');
         }
@@ -966,6 +975,7 @@ pub fn parse_for_device(
         max_runtime: None,
         trace_dir: Path::new(""),
         directory: Some(Path::new("/mnt")),
+        keep_lab_options: true,
     })?;
     let base = path.parent().unwrap_or(Path::new(""));
     let inputs = crate::job::Inputs {
@@ -1230,6 +1240,7 @@ mod tests {
             max_runtime: cap,
             trace_dir: Path::new("/work"),
             directory: None,
+            keep_lab_options: false,
         })
         .unwrap()
     }
@@ -1252,6 +1263,7 @@ mod tests {
                 max_runtime: None,
                 trace_dir: Path::new("/work"),
                 directory: Some(Path::new("/work/mnt")),
+                keep_lab_options: false,
             })
             .unwrap();
         assert!(out.contains("\ndirectory=/work/mnt\n"), "{out}");
@@ -1324,6 +1336,24 @@ runtime=5
         let jf = parse_for_device(&p, "/dev/loop9", false).unwrap();
         assert_eq!(jf.jobs[0].filenames, vec!["/dev/loop9".to_string()]);
         assert_eq!(jf.jobs[0].cgroup.as_deref(), Some("g1"));
+    }
+
+    #[test]
+    fn the_lab_reads_the_weights_it_writes_itself() {
+        // fio's copy has no cgroup_weight= (the lab writes the weight
+        // file), but the lab's own parse must still see it: without it the
+        // groups were made with the kernel's default weight, silently.
+        let d = dir();
+        let p = d.path().join("e5.fio");
+        std::fs::write(&p, E5).unwrap();
+        let jf = parse_for_device(&p, "/dev/loop7", false).unwrap();
+        let w: Vec<(Option<&str>, Option<u32>)> = jf
+            .jobs
+            .iter()
+            .map(|j| (j.cgroup.as_deref(), j.cgroup_weight))
+            .collect();
+        assert!(w.contains(&(Some("test1"), Some(1000))), "{w:?}");
+        assert!(w.contains(&(Some("test2"), Some(800))), "{w:?}");
     }
 
     #[test]
