@@ -317,6 +317,23 @@ pub fn in_write_order(knobs: &[(String, String)]) -> Vec<(String, String)> {
     v
 }
 
+/// The queue limits among `knobs`, to be written before a scheduler is
+/// selected as well as after: a scheduler may read them once, at init. BFQ
+/// takes `nonrot_with_queueing` from `rotational` in `bfq_init_queue` and
+/// recomputes it only while its hw_tag detection has not settled on 1
+/// (6.18 block/bfq-iosched.c, `bfq_update_hw_tag`), so a flag written after
+/// the switch is not seen by its stable merging. Measured here: a disk-backed
+/// loop switched to rotational=0 under an already selected BFQ still merged
+/// late, as with 1 (QD1 reader 1647 and 1438 IOPS); re-selecting BFQ after
+/// the write merged at once (181 and 188 IOPS, as mq-deadline).
+pub fn limits_before_switch(knobs: &[(String, String)]) -> Vec<(String, String)> {
+    knobs
+        .iter()
+        .filter(|(k, _)| knob_rank(k) == 1)
+        .cloned()
+        .collect()
+}
+
 /// Queue attributes the lab snapshots and restores besides the ones a user
 /// sets (a scheduler switch resets `nr_requests`; BFQ turns wbt off).
 pub const SNAPSHOT_KNOBS: &[&str] = &[
@@ -435,6 +452,13 @@ impl Queue {
     fn restore_pass(&self, s: &Snapshot, errors: &mut Vec<String>) {
         if let Some(sched) = &s.scheduler {
             if self.scheduler().as_deref() != Some(sched.as_str()) {
+                for (name, val) in limits_before_switch(&s.knobs) {
+                    if self.read(&name).ok().as_deref() != Some(val.as_str()) {
+                        if let Err(e) = self.write(&name, &val) {
+                            errors.push(e);
+                        }
+                    }
+                }
                 if let Err(e) = self.set_scheduler(sched) {
                     errors.push(e);
                 }
@@ -599,6 +623,28 @@ mod tests {
         assert!(is_swap(s, "/dev/loop5"));
         assert!(!is_swap(s, "/dev/loop6"));
         assert!(!is_swap("Filename\tType\n", "/dev/loop5"));
+    }
+
+    #[test]
+    fn limits_go_before_the_scheduler_switch_and_the_rest_after() {
+        let knobs: Vec<(String, String)> = [
+            "nr_requests",
+            "read_ahead_kb",
+            "rotational",
+            "nomerges",
+            "max_sectors_kb",
+            "write_cache",
+            "wbt_lat_usec",
+            "some_new_limit",
+        ]
+        .iter()
+        .map(|k| (k.to_string(), "1".to_string()))
+        .collect();
+        let first: Vec<String> = limits_before_switch(&knobs)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(first, ["rotational", "max_sectors_kb", "write_cache"]);
     }
 
     #[test]

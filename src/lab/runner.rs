@@ -9,7 +9,7 @@
 //! written back in dependency order and checked, and the cgroups the session
 //! created are removed.
 
-use super::device::{in_write_order, BlockDev, Queue};
+use super::device::{in_write_order, limits_before_switch, BlockDev, Queue};
 use super::fio::{self, CpuTimes};
 use super::fsmount::FsSpec;
 use super::jobfile::{self, Prepared, Rewrite, Target};
@@ -408,6 +408,7 @@ fn session(
         max_runtime: o.max_runtime,
         trace_dir: work,
         directory: Some(&mount_point),
+        keep_lab_options: false,
     })?;
     prepared.write_traces(work)?;
     let job_path = work.join("job.fio");
@@ -426,6 +427,9 @@ fn session(
                 return Err(format!("interrupted by signal {sig}"));
             }
             n += 1;
+            for (k, v) in limits_before_switch(&queue_sets) {
+                q.write(&k, &v)?;
+            }
             q.set_scheduler(&sched)?;
             for (i, (k, v)) in iosched_sets.iter().enumerate() {
                 let attr = format!("iosched/{k}");
