@@ -625,31 +625,10 @@ mod tests {
         assert!(!is_swap("Filename\tType\n", "/dev/loop5"));
     }
 
-    #[test]
-    fn limits_go_before_the_scheduler_switch_and_the_rest_after() {
-        let knobs: Vec<(String, String)> = [
-            "nr_requests",
-            "read_ahead_kb",
-            "rotational",
-            "nomerges",
-            "max_sectors_kb",
-            "write_cache",
-            "wbt_lat_usec",
-            "some_new_limit",
-        ]
-        .iter()
-        .map(|k| (k.to_string(), "1".to_string()))
-        .collect();
-        let first: Vec<String> = limits_before_switch(&knobs)
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect();
-        assert_eq!(first, ["rotational", "max_sectors_kb", "write_cache"]);
-    }
-
-    #[test]
-    fn read_ahead_is_written_after_the_limits_that_reset_it() {
-        let knobs: Vec<(String, String)> = [
+    /// Every kind of knob: scheduler-reset, limits, plain, read-ahead and
+    /// one the lab does not know, each set to "1".
+    fn every_kind_of_knob() -> Vec<(String, String)> {
+        [
             "nr_requests",
             "read_ahead_kb",
             "rotational",
@@ -662,7 +641,21 @@ mod tests {
         ]
         .iter()
         .map(|k| (k.to_string(), "1".to_string()))
-        .collect();
+        .collect()
+    }
+
+    #[test]
+    fn limits_go_before_the_scheduler_switch_and_the_rest_after() {
+        let first: Vec<String> = limits_before_switch(&every_kind_of_knob())
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(first, ["rotational", "max_sectors_kb", "write_cache"]);
+    }
+
+    #[test]
+    fn read_ahead_is_written_after_the_limits_that_reset_it() {
+        let knobs = every_kind_of_knob();
         let order: Vec<String> = in_write_order(&knobs).into_iter().map(|(k, _)| k).collect();
         let at = |k: &str| order.iter().position(|x| x == k).unwrap();
         assert_eq!(at("nr_requests"), 0);

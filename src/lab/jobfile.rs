@@ -875,6 +875,12 @@ pub struct Rewrite<'a> {
     pub keep_lab_options: bool,
 }
 
+/// `text` as one comment line of the job file (without its newline).
+fn push_comment(out: &mut String, text: &str) {
+    out.push_str("; ");
+    out.push_str(&text.replace(['\n', '\r'], " "));
+}
+
 /// A runtime as fio reads it (seconds unless a unit is given), printed back.
 fn fio_time(ns: Ns) -> String {
     if ns.is_multiple_of(NS_PER_SEC) {
@@ -908,10 +914,7 @@ impl Prepared {
         for it in &self.items {
             match it {
                 Item::Keep(s) => out.push_str(s),
-                Item::Comment(s) => {
-                    out.push_str("; ");
-                    out.push_str(&s.replace(['\n', '\r'], " "));
-                }
+                Item::Comment(s) => push_comment(&mut out, s),
                 Item::Cgroup(v) => match (rw.cgroup)(v) {
                     Some(path) => out.push_str(&format!("cgroup={path}")),
                     None => return Err(format!("no cgroup prepared for cgroup={v}")),
@@ -934,10 +937,9 @@ impl Prepared {
                 }
                 Item::Named(k, name) => out.push_str(&format!("{k}={name}")),
                 Item::ByLab(c) if rw.keep_lab_options => out.push_str(c),
-                Item::ByLab(c) => out.push_str(&format!(
-                    "; elevator lab: done by the lab: {}",
-                    c.replace(['\n', '\r'], " ")
-                )),
+                Item::ByLab(c) => {
+                    push_comment(&mut out, &format!("elevator lab: done by the lab: {c}"))
+                }
             }
             out.push('\n');
         }
