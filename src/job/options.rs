@@ -254,6 +254,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     m("description", &[], Value, Key::Description),
     ig("wait_for", &[], Value),
     ig("filename_format", &[], Value),
+    ig("filetype", &[], Value),
     ig("unique_filename", &[], Bool),
     ig("lockfile", &[], Value),
     ig("opendir", &[], Value),
@@ -292,6 +293,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("allow_mounted_write", &[], Bool),
     m("pre_read", &[], Bool, Key::PreRead),
     ig("fsync_on_close", &[], Bool),
+    ig("end_syncfs", &[], Bool),
     ig("unlink", &[], Bool),
     ig("unlink_each_loop", &[], Bool),
     ig("ioscheduler", &[], Value),
@@ -311,10 +313,17 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("ignore_zone_limits", &[], Bool),
     ig("zone_reset_threshold", &[], Value),
     ig("zone_reset_frequency", &[], Value),
-    ig("dataplacement", &["fdp"], Optional),
+    ig("dataplacement", &["fdp", "data_placement"], Optional),
     ig("plids", &["fdp_pli"], Value),
     ig("dp_id_select", &[], Value),
+    ig("plid_select", &["fdp_pli_select"], Value),
+    ig("dp_scheme", &[], Value),
+    ig("recover_zbd_write_error", &[], Bool),
+    ig("write_zone_remainder", &[], Bool),
     ig("sprandom", &[], Bool),
+    ig("spr_op", &[], Value),
+    ig("spr_num_regions", &[], Value),
+    ig("spr_cs", &[], Value),
     // verify / trim-verify
     ig("verify", &[], Value),
     ig("do_verify", &[], Bool),
@@ -334,6 +343,8 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("verify_state_save", &[], Bool),
     ig("verify_write_sequence", &[], Bool),
     ig("verify_header_seed", &[], Bool),
+    ig("verify_pattern_interval", &[], Value),
+    ig("verify_policy", &[], Value),
     ig("trim_percentage", &[], Value),
     ig("trim_verify_zero", &[], Bool),
     ig("trim_backlog", &[], Value),
@@ -353,7 +364,9 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("merge_blktrace_iters", &[], Value),
     // rate, think time, latency targets
     ig("rwmixcycle", &[], Value),
+    ig("random_sequence_stride", &[], Bool),
     ig("thinktime_spin", &[], Value),
+    ig("thinkcycles", &[], Value),
     ig("thinktime_blocks_type", &[], Value),
     ig("thinktime_iotime", &[], Value),
     ig("rate_min", &["ratemin"], Value),
@@ -378,6 +391,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("exitall_on_error", &[], Flag),
     ig("thread", &[], Flag),
     ig("uid", &[], Value),
+    ig("comm", &[], Value),
     ig("gid", &[], Value),
     ig("cgroup_nodelete", &[], Bool),
     ig("flow_id", &[], Value),
@@ -528,6 +542,24 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     eng("xnvme_sync", &[], Value),
     eng("xnvme_admin", &[], Value),
     eng("xnvme_dev_nsid", &[], Value),
+    eng("xnvme_be", &[], Value),
+    eng("cdb_len", &[], Value),
+    eng("read_mode", &[], Value),
+    eng("write_mode", &[], Value),
+    eng("verify_mode", &[], Value),
+    eng("verify_bytchk", &[], Value),
+    eng("deac", &[], Bool),
+    eng("libaio_vectored", &[], Bool),
+    eng("no_completion_thread", &[], Flag),
+    eng("hdfs_use_direct", &[], Bool),
+    eng("single_instance", &[], Bool),
+    eng("http_object_mode", &[], Value),
+    eng("http_s3_security_token", &[], Value),
+    eng("initiator", &[], Value),
+    eng("rbd_encryption_format", &[], Value),
+    eng("rbd_encryption_passphrase", &[], Value),
+    eng("rocm_io", &[], Value),
+    eng("svcl", &[], Value),
     eng("xnvme_dev_subnqn", &[], Value),
     eng("xnvme_mem", &[], Value),
     eng("xnvme_iovec", &[], Value),
@@ -744,6 +776,40 @@ mod tests {
         assert_eq!(lookup("ss").map(|o| o.name), Some("steadystate"));
         assert!(lookup("nonsense").is_none());
         assert!(lookup("BS").is_none());
+    }
+
+    #[test]
+    fn options_of_recent_fio_releases_are_recognised() {
+        // Checked against fio's options.c and engines/*.c (fio master,
+        // 2026): the newest core and engine options, which a job file for a
+        // current fio may carry.
+        for name in [
+            "comm",
+            "end_syncfs",
+            "filetype",
+            "random_sequence_stride",
+            "thinkcycles",
+            "spr_op",
+            "spr_num_regions",
+            "spr_cs",
+            "plid_select",
+            "fdp_pli_select",
+            "data_placement",
+            "dp_scheme",
+            "verify_pattern_interval",
+            "verify_policy",
+            "recover_zbd_write_error",
+            "write_zone_remainder",
+            "write_mode",
+            "read_mode",
+            "verify_mode",
+            "cdb_len",
+            "deac",
+            "libaio_vectored",
+        ] {
+            let o = lookup(name).unwrap_or_else(|| panic!("{name} is a fio option"));
+            assert!(o.key.is_none(), "{name}: recognised, not modelled");
+        }
     }
 
     #[test]

@@ -280,7 +280,20 @@ impl<'e> Parser<'e> {
             }
             return Ok(());
         };
-        set(b, key, def, value.as_deref().map(str::trim)).map_err(fail)?;
+        set(b, key, def, value.as_deref().map(str::trim)).map_err(|msg| {
+            let unset = o
+                .value
+                .as_deref()
+                .map(|v| self.unset_vars(v))
+                .unwrap_or_default();
+            match unset.as_slice() {
+                [] => fail(msg),
+                names => fail(format!(
+                    "{msg}: ${{{}}} is not set in the environment (fio expands it to nothing)",
+                    names.join("}, ${")
+                )),
+            }
+        })?;
         if key == Key::CpusAllowed {
             // fio: "CPU %d too large (max=%ld)" against the configured CPUs.
             let top = b.spec.cpus_allowed.as_ref().and_then(|l| l.last().copied());
@@ -296,6 +309,24 @@ impl<'e> Parser<'e> {
             b.iodepth_at = Some(o.clone());
         }
         Ok(())
+    }
+
+    /// The `${VAR}` names in `v` that the environment does not define.
+    fn unset_vars(&self, v: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut rest = v;
+        while let Some(start) = rest.find("${") {
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else {
+                break;
+            };
+            let name = &after[..end];
+            if !name.is_empty() && (self.env)(name).is_none() {
+                names.push(name.to_string());
+            }
+            rest = &after[end + 1..];
+        }
+        names
     }
 
     /// `${VAR}` from the environment (undefined → empty), then fio's
@@ -620,6 +651,16 @@ fn distribution(v: &str, kb_base: u32) -> Result<(RandomDistribution, Zones), St
                 ]),
             ));
         }
+    }
+    if t.starts_with("sequence:") || t == "sequence" {
+        // fio 3.41's fixed list of block indices, repeated
+        // (random_sequence_stride): an access pattern the model has no
+        // generator for; a substitute would silently change the workload.
+        return Err(format!(
+            "'{t}': the 'sequence' distribution (a fixed list of block indices) is not \
+             modelled; expected one of: random, zipf:THETA, pareto:H, normal:SIGMA, \
+             zoned:PCT/PCT:..., zoned_abs:PCT/SIZE:..."
+        ));
     }
     let mut parts = t.split(':');
     let name = parts.next().unwrap_or("").trim();
@@ -1187,6 +1228,11 @@ mod tests {
         assert!(d("zipf:1.2:2").is_err());
         assert!(d("uniform").is_err());
         assert!(d("zipf:1.2:0.5:1").is_err());
+        let e = d("sequence:2,0,1").unwrap_err();
+        assert!(
+            e.contains("'sequence' distribution") && e.contains("not modelled"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -657,6 +657,11 @@ fn env_and_keywords() {
     // An undefined variable expands to nothing.
     let e = parse_str("[j]\nsize=${NOPE}\n", "env.fio", Path::new("."), &inputs).unwrap_err();
     assert_eq!(e.option.as_deref(), Some("size"));
+    assert!(
+        e.to_string()
+            .contains("${NOPE} is not set in the environment"),
+        "{e}"
+    );
 }
 
 #[test]
