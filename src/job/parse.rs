@@ -263,7 +263,8 @@ impl<'e> Parser<'e> {
             };
             return Err(fail(msg));
         };
-        let value = o.value.as_deref().map(|v| self.expand(v));
+        let mut unset = Vec::new();
+        let value = o.value.as_deref().map(|v| self.expand(v, &mut unset));
         if value.is_none() && !def.arg.bare_ok() {
             return Err(fail(format!(
                 "option '{}' needs a value ({}=...)",
@@ -281,11 +282,6 @@ impl<'e> Parser<'e> {
             return Ok(());
         };
         set(b, key, def, value.as_deref().map(str::trim)).map_err(|msg| {
-            let unset = o
-                .value
-                .as_deref()
-                .map(|v| self.unset_vars(v))
-                .unwrap_or_default();
             match unset.as_slice() {
                 [] => fail(msg),
                 names => fail(format!(
@@ -311,27 +307,10 @@ impl<'e> Parser<'e> {
         Ok(())
     }
 
-    /// The `${VAR}` names in `v` that the environment does not define.
-    fn unset_vars(&self, v: &str) -> Vec<String> {
-        let mut names = Vec::new();
-        let mut rest = v;
-        while let Some(start) = rest.find("${") {
-            let after = &rest[start + 2..];
-            let Some(end) = after.find('}') else {
-                break;
-            };
-            let name = &after[..end];
-            if !name.is_empty() && (self.env)(name).is_none() {
-                names.push(name.to_string());
-            }
-            rest = &after[end + 1..];
-        }
-        names
-    }
-
-    /// `${VAR}` from the environment (undefined → empty), then fio's
+    /// `${VAR}` from the environment (undefined → empty, its name added to
+    /// `unset` for the error message), then fio's
     /// `$pagesize`/`$mb_memory`/`$ncpus` keywords with `bc`-like maths.
-    fn expand(&self, v: &str) -> String {
+    fn expand(&self, v: &str, unset: &mut Vec<String>) -> String {
         let mut out = String::with_capacity(v.len());
         let mut rest = v;
         while let Some(start) = rest.find("${") {
@@ -342,7 +321,10 @@ impl<'e> Parser<'e> {
             out.push_str(&rest[..start]);
             let name = &after[..end];
             if !name.is_empty() {
-                out.push_str(&(self.env)(name).unwrap_or_default());
+                match (self.env)(name) {
+                    Some(val) => out.push_str(&val),
+                    None => unset.push(name.to_string()),
+                }
             }
             rest = &after[end + 1..];
         }
