@@ -230,6 +230,10 @@ fn fsync_writes_back_then_flushes() {
     // end_fsync: one fsync writes everything back at the end.
     let (ds, syncs, _) = stats(&text.replace("fsync=1", "end_fsync=1"));
     assert_eq!((syncs, ds.flush_ios, ds.write_sectors), (1, 1, 4 << 11));
+    // fsync_on_close: fio's end-of-pass sync, then the close finds the
+    // file just synced and skips its own.
+    let (ds, syncs, _) = stats(&text.replace("fsync=1", "fsync_on_close=1"));
+    assert_eq!((syncs, ds.flush_ios, ds.write_sectors), (1, 1, 4 << 11));
     // No sync at all: nothing reaches the device while the job runs.
     let (ds, _, r) = stats(&text.replace("fsync=1", ""));
     assert_eq!(ds.write_ios, 0, "all absorbed");

@@ -70,6 +70,7 @@ pub(crate) enum Key {
     Fsync,
     Fdatasync,
     EndFsync,
+    FsyncOnClose,
     Invalidate,
     PreRead,
     FadviseHint,
@@ -248,6 +249,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     m("fsync", &[], Value, Key::Fsync),
     m("fdatasync", &[], Value, Key::Fdatasync),
     m("end_fsync", &[], Bool, Key::EndFsync),
+    m("fsync_on_close", &[], Bool, Key::FsyncOnClose),
     m("sync", &[], Value, Key::Sync),
     m("kb_base", &[], Value, Key::KbBase),
     // ---- valid fio options the model ignores: files ----
@@ -292,7 +294,6 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("allow_file_create", &[], Bool),
     ig("allow_mounted_write", &[], Bool),
     m("pre_read", &[], Bool, Key::PreRead),
-    ig("fsync_on_close", &[], Bool),
     ig("end_syncfs", &[], Bool),
     ig("unlink", &[], Bool),
     ig("unlink_each_loop", &[], Bool),

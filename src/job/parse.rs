@@ -815,6 +815,7 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
             Key::LatPercentiles => b.spec.lat_percentiles = on,
             Key::SlatPercentiles => b.spec.slat_percentiles = on,
             Key::EndFsync => b.spec.end_fsync = on,
+            Key::FsyncOnClose => b.spec.fsync_on_close = on,
             Key::Invalidate => b.spec.invalidate = on,
             Key::PreRead => b.spec.pre_read = on,
             Key::PerJobLogs => b.spec.per_job_logs = on,
@@ -1094,6 +1095,7 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::LatPercentiles
         | Key::SlatPercentiles
         | Key::EndFsync
+        | Key::FsyncOnClose
         | Key::Invalidate
         | Key::PreRead
         | Key::PerJobLogs

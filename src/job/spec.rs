@@ -270,6 +270,11 @@ pub struct JobSpec {
     pub fsync: u32,
     pub fdatasync: u32,
     pub end_fsync: bool,
+    /// `fsync_on_close`: fsync a written file when fio closes it. fio's
+    /// end-of-pass sync runs for it as for `end_fsync` (backend.c `do_io`),
+    /// and the close's own fsync then finds `last_was_sync` set and is
+    /// skipped (fio.h `should_fsync`), so the two behave alike here.
+    pub fsync_on_close: bool,
     /// `invalidate` (default on): drop the file's clean cached pages at open
     /// (`posix_fadvise(POSIX_FADV_DONTNEED)`); ignored with `pre_read`.
     pub invalidate: bool,
@@ -433,6 +438,7 @@ impl JobSpec {
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
+            fsync_on_close: false,
             invalidate: true,
             pre_read: false,
             fadvise_hint: FadviseHint::Auto,

@@ -441,7 +441,8 @@ impl FioJob {
         }
         if self.phase == Phase::Draining {
             if self.inflight == 0 {
-                if self.spec.end_fsync && self.wrote && !self.end_fsync_sent {
+                let end_sync = self.spec.end_fsync || self.spec.fsync_on_close;
+                if end_sync && self.wrote && !self.end_fsync_sent {
                     self.end_fsync_sent = true;
                     let slot = self.new_sync_iou(now);
                     self.commit(task, cx, &[slot]);
