@@ -827,6 +827,10 @@ impl FioJob {
                         self.stats
                             .record_io_at(d, iou.offset, iou.len, slat, clat, lat, reaped);
                     }
+                    // The end-of-job sync runs with fio in TD_FSYNCING and
+                    // is not counted (ioengines.c td_io_queue; fio 3.x
+                    // reports `sync` total_ios 0 for end_fsync=1).
+                    None if self.end_fsync_sent => {}
                     None => self.stats.record_sync(lat),
                 }
             }
