@@ -272,8 +272,8 @@ pub struct JobSpec {
     pub end_fsync: bool,
     /// `fsync_on_close`: fsync a written file when fio closes it. fio's
     /// end-of-pass sync runs for it as for `end_fsync` (backend.c `do_io`),
-    /// and the close's own fsync then finds the last I/O issued was a sync and is
-    /// skipped (fio.h `should_fsync`), so the two behave alike here.
+    /// and the close's own fsync then finds that the last I/O issued was a
+    /// sync and is skipped (fio.h `should_fsync`): the two behave alike.
     pub fsync_on_close: bool,
     /// `invalidate` (default on): drop the file's clean cached pages at open
     /// (`posix_fadvise(POSIX_FADV_DONTNEED)`); ignored with `pre_read`.

@@ -110,7 +110,9 @@ pub struct FioJob {
     writes_since_sync: u32,
     ios_since_think: u32,
     think_until: Ns,
-    end_fsync_sent: bool,
+    /// The end-of-job sync (`end_fsync`, `fsync_on_close`) was sent; it is
+    /// the only sync unit after that, and fio does not count it.
+    end_sync_sent: bool,
     wrote: bool,
     plug: Plug,
     /// When it finished.
@@ -221,7 +223,7 @@ impl FioJob {
             writes_since_sync: 0,
             ios_since_think: 0,
             think_until: 0,
-            end_fsync_sent: false,
+            end_sync_sent: false,
             wrote: false,
             plug: Plug::default(),
             end: 0,
@@ -442,8 +444,8 @@ impl FioJob {
         if self.phase == Phase::Draining {
             if self.inflight == 0 {
                 let end_sync = self.spec.end_fsync || self.spec.fsync_on_close;
-                if end_sync && self.wrote && !self.end_fsync_sent {
-                    self.end_fsync_sent = true;
+                if end_sync && self.wrote && !self.end_sync_sent {
+                    self.end_sync_sent = true;
                     let slot = self.new_sync_iou(now);
                     self.commit(task, cx, &[slot]);
                     return false;
@@ -830,7 +832,7 @@ impl FioJob {
                     // The end-of-job sync runs with fio in TD_FSYNCING and
                     // is not counted (ioengines.c td_io_queue; fio 3.x
                     // reports `sync` total_ios 0 for end_fsync=1).
-                    None if self.end_fsync_sent => {}
+                    None if self.end_sync_sent => {}
                     None => self.stats.record_sync(lat),
                 }
             }
