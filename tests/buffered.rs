@@ -259,3 +259,37 @@ fn a_time_based_reader_misses_again_on_every_pass_unless_invalidate_is_off() {
         reads(&again)
     );
 }
+
+#[test]
+fn the_end_of_pass_sync_runs_after_every_loop() {
+    let text = job("buffered-passes.fio");
+    let go = |t: &str, mount: Option<&str>| {
+        let mut s = spec("passes", t);
+        if let Some(m) = mount {
+            s = s.mount(m);
+        }
+        let r = run(&s);
+        let ds = r.elevator.disk_stats.clone().unwrap();
+        (ds.write_sectors, ds.flush_ios, r.jobs[0].stats.sync_total)
+    };
+    const PASS: u64 = 16 << 11; // sectors of one pass
+    const BYSTANDER: u64 = 8 << 11;
+    // end_fsync: each pass writes its 16 MiB and flushes; not counted.
+    assert_eq!(go(&text, None), (3 * PASS, 3, 0));
+    // syncfs on a device node syncs devtmpfs: nothing written, no flush.
+    let syncfs = text.replace("end_fsync=1", "end_syncfs=1");
+    assert_eq!(go(&syncfs, None), (0, 0, 0));
+    // On ext4, fsync writes this job's file only; syncfs the whole file
+    // system, the other job's dirty file included (plus the journal).
+    let (fsync_sectors, fsync_flushes, _) = go(&text, Some("ext4"));
+    let (syncfs_sectors, syncfs_flushes, syncs) = go(&syncfs, Some("ext4"));
+    assert!(
+        (3 * PASS..3 * PASS + BYSTANDER).contains(&fsync_sectors),
+        "fsync on ext4 wrote {fsync_sectors} sectors"
+    );
+    assert!(
+        syncfs_sectors >= 3 * PASS + BYSTANDER,
+        "syncfs on ext4 wrote {syncfs_sectors} sectors"
+    );
+    assert_eq!((fsync_flushes, syncfs_flushes, syncs), (3, 3, 0));
+}

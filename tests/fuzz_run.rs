@@ -147,6 +147,7 @@ const OPTIONS: &[(&str, &[&str])] = &[
     ("fdatasync", &["0", "2"]),
     ("end_fsync", &["0", "1"]),
     ("fsync_on_close", &["0", "1"]),
+    ("end_syncfs", &["0", "1"]),
     ("sync", &["0", "1", "dsync", "none", "!what"]),
     ("nrfiles", &["1", "4", "!0", "!2000000"]),
     ("filename", &["/dev/sda", "/dev/nvme0n1:/dev/nvme1n1", "!"]),

@@ -71,6 +71,7 @@ pub(crate) enum Key {
     Fdatasync,
     EndFsync,
     FsyncOnClose,
+    EndSyncfs,
     Invalidate,
     PreRead,
     FadviseHint,
@@ -294,7 +295,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("allow_file_create", &[], Bool),
     ig("allow_mounted_write", &[], Bool),
     m("pre_read", &[], Bool, Key::PreRead),
-    ig("end_syncfs", &[], Bool),
+    m("end_syncfs", &[], Bool, Key::EndSyncfs),
     ig("unlink", &[], Bool),
     ig("unlink_each_loop", &[], Bool),
     ig("ioscheduler", &[], Value),
@@ -740,6 +741,17 @@ pub(crate) fn iodepth_limit(engine: &str, kind: EngineKind) -> Option<(u32, &'st
     }
 }
 
+/// Whether fio's engine can run `end_syncfs`: the engines flagged
+/// FIO_SYNCFS (sync.c: sync, psync, vsync, pvsync, pvsync2) or
+/// FIO_ASYNCIO_SYNC_SYNCFS (libaio, posixaio); fio refuses the rest in
+/// `setup_files` ("I/O engine does not support syncfs").
+pub(crate) fn engine_runs_syncfs(engine: &str) -> bool {
+    matches!(
+        engine,
+        "sync" | "psync" | "vsync" | "pvsync" | "pvsync2" | "libaio" | "posixaio"
+    )
+}
+
 /// fio opens all of a job's files at once (`openfiles` defaults to
 /// `nrfiles`, init.c) and fails with EMFILE past the open-file limit, which
 /// no process can raise above `fs.nr_open`: `sysctl_nr_open = 1024*1024`
@@ -786,7 +798,6 @@ mod tests {
         // current fio may carry.
         for name in [
             "comm",
-            "end_syncfs",
             "filetype",
             "random_sequence_stride",
             "thinkcycles",
@@ -819,6 +830,15 @@ mod tests {
         assert_eq!(suggest("BS"), Some("bs"));
         assert_eq!(suggest("runtme"), Some("runtime"));
         assert_eq!(suggest("completely_unknown_option"), None);
+    }
+
+    #[test]
+    fn syncfs_engines_are_fios() {
+        assert!(engine_runs_syncfs("psync"));
+        assert!(engine_runs_syncfs("libaio"));
+        assert!(!engine_runs_syncfs("io_uring"));
+        assert!(!engine_runs_syncfs("null"));
+        assert!(!engine_runs_syncfs("mmap"));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 
 use super::lexer::{error, RawOpt, Section};
 use super::options::{
-    engine_kind, iodepth_limit, lookup, suggest, Arg, Key, OptDef, ENGINE_HINT, MAX_NR_FILES,
+    engine_kind, engine_runs_syncfs, iodepth_limit, lookup, suggest, Arg, Key, OptDef, ENGINE_HINT,
+    MAX_NR_FILES,
 };
 use super::spec::*;
 use super::units::{
@@ -54,6 +55,8 @@ struct Builder {
     /// Where `iodepth` was set (its limit depends on the engine, which may
     /// come later or from `[global]`), for the error message.
     iodepth_at: Option<RawOpt>,
+    /// Where `end_syncfs` was turned on (fio checks the engine for it).
+    end_syncfs_at: Option<RawOpt>,
 }
 
 impl Builder {
@@ -71,6 +74,7 @@ impl Builder {
             bwavgtime_set: false,
             iopsavgtime_set: false,
             iodepth_at: None,
+            end_syncfs_at: None,
         }
     }
 
@@ -160,6 +164,7 @@ impl<'e> Parser<'e> {
         }
         let new_group = b.new_group;
         let iodepth_at = b.iodepth_at.take();
+        let end_syncfs_at = b.end_syncfs_at.take();
         let mut spec = b.finish();
         if let (Some((max, why)), Some(at)) = (
             iodepth_limit(&spec.ioengine.name, spec.ioengine.kind),
@@ -172,6 +177,14 @@ impl<'e> Parser<'e> {
                 );
                 return Err(error(&at.file, at.line, Some(&at.key), with_arg(msg, at)));
             }
+        }
+        if let Some(at) = end_syncfs_at.filter(|_| !engine_runs_syncfs(&spec.ioengine.name)) {
+            let msg = format!(
+                "ioengine={} does not support syncfs (fio runs end_syncfs with \
+                 sync, psync, vsync, pvsync, pvsync2, libaio or posixaio)",
+                spec.ioengine.name
+            );
+            return Err(error(&at.file, at.line, Some(&at.key), msg));
         }
         spec.job_options = opts;
         let n = spec.numjobs as usize;
@@ -303,6 +316,9 @@ impl<'e> Parser<'e> {
         }
         if key == Key::IoDepth {
             b.iodepth_at = Some(o.clone());
+        }
+        if key == Key::EndSyncfs {
+            b.end_syncfs_at = b.spec.end_syncfs.then(|| o.clone());
         }
         Ok(())
     }
@@ -816,6 +832,7 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
             Key::SlatPercentiles => b.spec.slat_percentiles = on,
             Key::EndFsync => b.spec.end_fsync = on,
             Key::FsyncOnClose => b.spec.fsync_on_close = on,
+            Key::EndSyncfs => b.spec.end_syncfs = on,
             Key::Invalidate => b.spec.invalidate = on,
             Key::PreRead => b.spec.pre_read = on,
             Key::PerJobLogs => b.spec.per_job_logs = on,
@@ -1096,6 +1113,7 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::SlatPercentiles
         | Key::EndFsync
         | Key::FsyncOnClose
+        | Key::EndSyncfs
         | Key::Invalidate
         | Key::PreRead
         | Key::PerJobLogs

@@ -171,6 +171,19 @@ fn unknown_engine() {
 }
 
 #[test]
+fn end_syncfs_needs_an_engine_that_runs_syncfs() {
+    // fio's setup_files: "I/O engine does not support syncfs".
+    let e = err("[global]\nend_syncfs=1\n[job]\nioengine=io_uring\n");
+    assert_eq!((e.line, e.option.as_deref()), (2, Some("end_syncfs")));
+    assert!(
+        e.message.contains("io_uring does not support syncfs"),
+        "{e}"
+    );
+    let j = parse("[job]\nioengine=libaio\nend_syncfs=1\n").unwrap();
+    assert!(j.jobs[0].end_syncfs);
+}
+
+#[test]
 fn structural_errors() {
     let e = err("bs=4k\n[job]\n");
     assert_eq!((e.line, e.option.as_deref()), (1, Some("bs")));

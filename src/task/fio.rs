@@ -53,6 +53,9 @@ struct IoU {
     /// An fdatasync (or O_DSYNC write) rather than an fsync: on ext4 it
     /// waits only for the transaction that changed the block mapping.
     datasync: bool,
+    /// A `syncfs(2)` (fio's `end_syncfs`): the whole file system, not the
+    /// job's files.
+    syncfs: bool,
 }
 
 /// One bio still to be submitted by a job.
@@ -110,8 +113,9 @@ pub struct FioJob {
     writes_since_sync: u32,
     ios_since_think: u32,
     think_until: Ns,
-    /// The end-of-job sync (`end_fsync`, `fsync_on_close`) was sent; it is
-    /// the only sync unit after that, and fio does not count it.
+    /// The end-of-pass sync (`end_fsync`, `fsync_on_close`, `end_syncfs`)
+    /// was sent; it is the only sync unit until the next pass starts, and
+    /// fio does not count it.
     end_sync_sent: bool,
     wrote: bool,
     plug: Plug,
@@ -437,17 +441,22 @@ impl FioJob {
             return false;
         }
         if self.phase == Phase::Running
+            && self.exhausted
+            && self.staged.is_none()
+            && now < self.deadline
+            && self.gen.as_ref().is_some_and(|g| g.between_passes())
+            && !self.next_pass(task, cx)
+        {
+            return false;
+        }
+        if self.phase == Phase::Running
             && (now >= self.deadline || (self.exhausted && self.staged.is_none()))
         {
             self.phase = Phase::Draining;
         }
         if self.phase == Phase::Draining {
             if self.inflight == 0 {
-                let end_sync = self.spec.end_fsync || self.spec.fsync_on_close;
-                if end_sync && self.wrote && !self.end_sync_sent {
-                    self.end_sync_sent = true;
-                    let slot = self.new_sync_iou(now);
-                    self.commit(task, cx, &[slot]);
+                if self.end_of_pass_sync(task, cx) {
                     return false;
                 }
                 self.finish(now);
@@ -468,6 +477,41 @@ impl FioJob {
         }
         self.prepare_and_submit(task, cx);
         false
+    }
+
+    /// Between two `loops=` passes, as fio's `thread_main` runs `do_io`
+    /// once per pass: the pass ends when its in-flight I/O is reaped and its
+    /// end-of-pass sync done; then the next pass starts. Returns whether it
+    /// started (false: still waiting).
+    fn next_pass(&mut self, task: &mut Task, cx: &mut TaskCx) -> bool {
+        if self.inflight > 0 {
+            task.sleep = Some(SleepReason::Io);
+            return false;
+        }
+        if self.end_of_pass_sync(task, cx) {
+            return false;
+        }
+        self.end_sync_sent = false;
+        self.exhausted = false;
+        if let Some(g) = self.gen.as_mut() {
+            g.begin_next_pass();
+        }
+        true
+    }
+
+    /// The end of `do_io` with nothing in flight: `end_fsync`,
+    /// `fsync_on_close` or `end_syncfs` sync once per pass (backend.c), if
+    /// the job wrote (fio.h `should_fsync`). Returns whether it sent one.
+    fn end_of_pass_sync(&mut self, task: &mut Task, cx: &mut TaskCx) -> bool {
+        let wanted = self.spec.end_fsync || self.spec.fsync_on_close || self.spec.end_syncfs;
+        if !wanted || !self.wrote || self.end_sync_sent {
+            return false;
+        }
+        self.end_sync_sent = true;
+        let slot = self.new_sync_iou(cx.now);
+        self.ious[slot as usize].syncfs = self.spec.end_syncfs;
+        self.commit(task, cx, &[slot]);
+        true
     }
 
     /// Prepare one submit call's worth of I/O units and submit them.
@@ -525,6 +569,7 @@ impl FioJob {
                 post_flush: false,
                 pause: 0,
                 datasync: self.spec.sync_io == SyncIo::Dsync,
+                syncfs: false,
             };
             if io.ddir == Ddir::Write {
                 self.writes_since_sync += 1;
@@ -569,6 +614,7 @@ impl FioJob {
             post_flush: false,
             pause: 0,
             datasync: false,
+            syncfs: false,
         };
         slot
     }
@@ -584,7 +630,14 @@ impl FioJob {
             }
         } + std::mem::take(&mut self.call_extra_ns);
         for &slot in batch {
-            if self.ious[slot as usize].ddir.is_none() && self.buffered && cx.cache.is_some() {
+            let iou = self.ious[slot as usize];
+            if iou.syncfs && cx.fs.is_none() {
+                // syncfs on a device node syncs devtmpfs, not the device:
+                // nothing is written or flushed (measured on 6.18).
+                self.complete_now(task, cx, slot);
+                continue;
+            }
+            if iou.ddir.is_none() && self.buffered && cx.cache.is_some() {
                 // fsync of cached data: write back first, flush after.
                 self.sync_wait = Some(slot);
                 continue;
@@ -1112,8 +1165,15 @@ impl FioJob {
         writes.clear();
         let mut busy = false;
         let cache = cx.cache.as_deref_mut().expect("page cache");
-        for r in &self.files {
-            let (first, end) = (r.start / PAGE, (r.start + r.len).div_ceil(PAGE));
+        let syncfs = self.ious[slot as usize].syncfs;
+        // fsync: the job's files; syncfs: every file of the file system.
+        let ranges: Vec<(u64, u64)> = if syncfs {
+            cache.files().iter().map(|f| (f.first, f.end)).collect()
+        } else {
+            let pages = |r: &Region| (r.start / PAGE, (r.start + r.len).div_ceil(PAGE));
+            self.files.iter().map(pages).collect()
+        };
+        for (first, end) in ranges {
             let Some(file) = cache.file_of(first) else {
                 continue;
             };
@@ -1146,11 +1206,16 @@ impl FioJob {
             None => SyncStep::Flush,
             Some(fs) => {
                 let cache = cx.cache.as_deref().expect("page cache");
-                let mut ids: Vec<u32> = self
-                    .files
-                    .iter()
-                    .filter_map(|r| cache.file_of(r.start / PAGE))
-                    .collect();
+                let mut ids: Vec<u32> = if self.ious[slot as usize].syncfs {
+                    // ext4_sync_fs commits the running transaction (or
+                    // flushes), whichever inodes it holds: all of them.
+                    (0..cache.files().len() as u32).collect()
+                } else {
+                    self.files
+                        .iter()
+                        .filter_map(|r| cache.file_of(r.start / PAGE))
+                        .collect()
+                };
                 ids.dedup();
                 fs.sync_step(&ids, self.ious[slot as usize].datasync, cx.now)
             }

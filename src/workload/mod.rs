@@ -316,10 +316,10 @@ impl Generator {
             return Some(io);
         }
         if !self.time_based && self.done_bytes >= self.loop_end {
-            if self.done_bytes >= self.budget_bytes {
-                return None;
-            }
-            self.next_loop();
+            // The budget is used up, or a pass is: fio ends `do_io` here,
+            // and for a pass the task drains and syncs before it starts the
+            // next one (`begin_next_pass`).
+            return None;
         }
         if self.ios >= self.max_ios && !self.time_based {
             return None;
@@ -377,6 +377,22 @@ impl Generator {
             Wrapped::File(g) if g == f => Wrapped::File(f),
             _ => Wrapped::All,
         };
+    }
+
+    /// A `loops=` pass is done and another is due: fio's `do_io` returns,
+    /// waits for the job's in-flight I/O, runs the end-of-pass sync, and
+    /// `thread_main` calls it again (backend.c). Never for `time_based` jobs,
+    /// which wrap inside one pass.
+    #[inline]
+    pub fn between_passes(&self) -> bool {
+        !self.time_based && self.done_bytes >= self.loop_end && self.done_bytes < self.budget_bytes
+    }
+
+    /// Start the next `loops=` pass (after `between_passes`).
+    #[cold]
+    pub fn begin_next_pass(&mut self) {
+        debug_assert!(self.between_passes());
+        self.next_loop();
     }
 
     #[cold]

@@ -21,15 +21,23 @@ fn one_file(start: u64, len: u64) -> JobLayout {
     }
 }
 
+/// Every I/O of the job, passes included (the fio task starts each pass).
 fn drain(g: &mut Generator, max: usize) -> Vec<IoUnit> {
     let mut v = Vec::new();
-    while let Some(io) = g.next_io() {
+    while let Some(io) = next_of_job(g) {
         v.push(io);
         if v.len() >= max {
             break;
         }
     }
     v
+}
+
+fn next_of_job(g: &mut Generator) -> Option<IoUnit> {
+    if g.between_passes() {
+        g.begin_next_pass();
+    }
+    g.next_io()
 }
 
 #[test]
@@ -103,7 +111,7 @@ fn check_full_coverage(gen: RandomGenerator) {
     for pass in 0..3 {
         let mut seen = vec![false; blocks as usize];
         for _ in 0..blocks {
-            let io = g.next_io().unwrap();
+            let io = next_of_job(&mut g).unwrap();
             assert_eq!(io.len, 4096);
             assert_eq!((io.offset - base) % 4096, 0);
             let b = ((io.offset - base) / 4096) as usize;
@@ -177,7 +185,7 @@ fn top10_share(s: &JobSpec, blocks: u64, draws: usize) -> f64 {
     let mut g = Generator::new(&s, &one_file(0, blocks * 4096), 5).unwrap();
     let mut counts = vec![0u64; blocks as usize];
     for _ in 0..draws {
-        counts[(g.next_io().unwrap().offset / 4096) as usize] += 1;
+        counts[(next_of_job(&mut g).unwrap().offset / 4096) as usize] += 1;
     }
     counts.sort_unstable_by(|a, b| b.cmp(a));
     counts[..blocks as usize / 10].iter().sum::<u64>() as f64 / draws as f64
@@ -221,7 +229,7 @@ fn normal_concentrates_around_center() {
     let n = 100_000;
     let mut near = 0;
     for _ in 0..n {
-        let b = g.next_io().unwrap().offset / 4096;
+        let b = next_of_job(&mut g).unwrap().offset / 4096;
         if b.abs_diff(3000) <= 1000 {
             near += 1;
         }
@@ -244,7 +252,7 @@ fn rwmixread_within_one_percent() {
         let mut g = Generator::new(&s, &one_file(0, 1 << 30), 9).unwrap();
         let n = 100_000;
         let reads = (0..n)
-            .filter(|_| g.next_io().unwrap().ddir == Ddir::Read)
+            .filter(|_| next_of_job(&mut g).unwrap().ddir == Ddir::Read)
             .count();
         let got = reads as f64 / n as f64 * 100.0;
         assert!(
@@ -324,7 +332,7 @@ fn bssplit_proportions_by_count() {
     let n = 100_000;
     let mut c = [0usize; 3];
     for _ in 0..n {
-        let io = g.next_io().unwrap();
+        let io = next_of_job(&mut g).unwrap();
         assert_eq!(io.offset % 4096, 0);
         c[match io.len {
             4096 => 0,
@@ -348,7 +356,7 @@ fn blockalign_is_respected() {
     let mut g = Generator::new(&s, &one_file(1 << 20, 10 << 20), 2).unwrap();
     assert_eq!(g.random_blocks(0, Ddir::Read), Some(160));
     for _ in 0..1000 {
-        let io = g.next_io().unwrap();
+        let io = next_of_job(&mut g).unwrap();
         assert_eq!((io.offset - (1 << 20)) % (64 * KIB), 0);
     }
     // blockalign below bs: starts on the finer grid, still inside.
@@ -362,7 +370,7 @@ fn blockalign_is_respected() {
     );
     let mut odd = false;
     for _ in 0..1000 {
-        let io = g.next_io().unwrap();
+        let io = next_of_job(&mut g).unwrap();
         assert_eq!(io.offset % 512, 0);
         assert!(io.offset + io.len <= len);
         odd |= !io.offset.is_multiple_of(8192);
@@ -538,7 +546,7 @@ proptest! {
         // Every I/O is at least 512 bytes; trimwrite issues two per block.
         let limit = 2 * layout.io_bytes * loops as u64 / 512 + 2 * loops as u64;
         let mut n = 0;
-        while let Some(io) = g.next_io() {
+        while let Some(io) = next_of_job(&mut g) {
             n += 1;
             prop_assert!(n <= limit, "budget never ran out");
             prop_assert!(ddirs.contains(&io.ddir));
@@ -579,7 +587,7 @@ proptest! {
         let l = one_file(4096, 1 << 24);
         let run = |seed| {
             let mut g = Generator::new(&s, &l, seed).unwrap();
-            (0..300).map(|_| g.next_io().unwrap()).collect::<Vec<_>>()
+            (0..300).map(|_| next_of_job(&mut g).unwrap()).collect::<Vec<_>>()
         };
         let a = run(seed);
         prop_assert_eq!(&a, &run(seed));
@@ -705,7 +713,7 @@ fn bench_next_io() {
         let mut acc = 0u64;
         let (t, c) = (Instant::now(), thread_cpu_ns());
         for _ in 0..n {
-            let io = g.next_io().unwrap();
+            let io = next_of_job(&mut g).unwrap();
             acc = acc.wrapping_add(io.offset ^ io.len);
         }
         let ns = t.elapsed().as_nanos() as f64 / n as f64;
@@ -847,7 +855,7 @@ fn wraps_are_reported_once_per_new_pass() {
     let mut g = Generator::new(&s, &one_file(0, 16 * KIB), 1).unwrap();
     let mut seen = Vec::new();
     for k in 0..12 {
-        g.next_io().unwrap();
+        next_of_job(&mut g).unwrap();
         if g.take_wrapped() != Wrapped::None {
             seen.push(k);
         }
@@ -859,7 +867,7 @@ fn wraps_are_reported_once_per_new_pass() {
     let mut g = Generator::new(&r, &one_file(0, 16 * KIB), 1).unwrap();
     let wraps = (0..12)
         .filter(|_| {
-            g.next_io().unwrap();
+            next_of_job(&mut g).unwrap();
             g.take_wrapped() == Wrapped::File(0)
         })
         .count();
@@ -867,7 +875,7 @@ fn wraps_are_reported_once_per_new_pass() {
     r.norandommap = true;
     let mut g = Generator::new(&r, &one_file(0, 16 * KIB), 1).unwrap();
     assert!((0..12).all(|_| {
-        g.next_io().unwrap();
+        next_of_job(&mut g).unwrap();
         g.take_wrapped() == Wrapped::None
     }));
     // loops: a new loop reopens every file.
@@ -876,7 +884,7 @@ fn wraps_are_reported_once_per_new_pass() {
     let mut g = Generator::new(&l, &one_file(0, 8 * KIB), 1).unwrap();
     let marks: Vec<Wrapped> = (0..4)
         .map(|_| {
-            g.next_io().unwrap();
+            next_of_job(&mut g).unwrap();
             g.take_wrapped()
         })
         .collect();
