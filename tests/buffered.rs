@@ -293,3 +293,22 @@ fn the_end_of_pass_sync_runs_after_every_loop() {
     );
     assert_eq!((fsync_flushes, syncfs_flushes, syncs), (3, 3, 0));
 }
+
+#[test]
+fn a_read_whose_pages_another_job_dropped_reads_them_again() {
+    // job0 wraps its 64 KiB file 16 times and drops its clean pages at every
+    // wrap (invalidate=1); job2 reads the same pages. A job2 read whose
+    // pages were dropped between its own read completing and its check
+    // used to wait forever (found by the run fuzzer: "never finished,
+    // asleep on Io, 0 requests live"); filemap_read reads them again.
+    let text = "[global]\nfilename=/dev/fuzz\nioengine=pvsync2\nsize=64k\n\
+                [job0]\nio_size=1m\n[job2]\nsize=16m\nbsrange=512-1m\n";
+    for seed in 1..=8 {
+        let mut s = spec("overlap", text);
+        s.machine.cpus = 1;
+        s.seed = seed;
+        s.max_runtime_ns = Some(2 * NS_PER_MS);
+        let r = run(&s);
+        assert!(r.jobs[1].stats.total_ios(Ddir::Read) > 0, "seed {seed}");
+    }
+}

@@ -1116,6 +1116,7 @@ impl FioJob {
             .take()
             .expect("page-cache bio completed twice");
         self.ra_free.push(idx);
+        let max_sectors = cx.block.max_sectors().max(8) as u64;
         let cache = cx.cache.as_deref_mut().expect("page cache");
         if b.write {
             cache.writeback_done(b.file, b.start, b.end, at.max(cx.now));
@@ -1127,6 +1128,25 @@ impl FioJob {
             return;
         };
         if !cache.uptodate(wf, first, end) {
+            if !self.ra_covers(wf, first, end) {
+                // None of its own reads is left for the pages it waits for:
+                // another job dropped them before this one saw them (fio's
+                // invalidate at a wrap), or another job's read holds them,
+                // which the model does not track. filemap_read reads until
+                // the pages are uptodate: read them again.
+                let mut runs = std::mem::take(&mut self.missing);
+                cache.fetch(wf, first, end, &mut runs);
+                cache.reading_runs(wf, first, end, &mut runs);
+                for &(s, e) in &runs {
+                    if !self.ra_covers(wf, s, e) {
+                        self.submit_read_run(max_sectors, wf, s, e);
+                    }
+                }
+                self.missing = runs;
+                if !self.pending.is_empty() {
+                    cx.step_again(task.id);
+                }
+            }
             return;
         }
         cache.touch(wf, first, end);
