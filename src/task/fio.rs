@@ -630,19 +630,20 @@ impl FioJob {
             }
         } + std::mem::take(&mut self.call_extra_ns);
         for &slot in batch {
-            let iou = self.ious[slot as usize];
-            if iou.syncfs && cx.fs.is_none() {
+            let iou = &self.ious[slot as usize];
+            let (is_sync, syncfs) = (iou.ddir.is_none(), iou.syncfs);
+            if syncfs && cx.fs.is_none() {
                 // syncfs on a device node syncs devtmpfs, not the device:
                 // nothing is written or flushed (measured on 6.18).
                 self.complete_now(task, cx, slot);
                 continue;
             }
-            if iou.ddir.is_none() && self.buffered && cx.cache.is_some() {
+            if is_sync && self.buffered && cx.cache.is_some() {
                 // fsync of cached data: write back first, flush after.
                 self.sync_wait = Some(slot);
                 continue;
             }
-            if self.ious[slot as usize].ddir.is_none() {
+            if is_sync {
                 // fsync/fdatasync of a block device: blkdev_issue_flush sends
                 // an empty REQ_OP_WRITE | REQ_PREFLUSH bio (block/blk-flush.c).
                 self.pending.push_back(Piece {
@@ -1116,7 +1117,6 @@ impl FioJob {
             .take()
             .expect("page-cache bio completed twice");
         self.ra_free.push(idx);
-        let max_sectors = cx.block.max_sectors().max(8) as u64;
         let cache = cx.cache.as_deref_mut().expect("page cache");
         if b.write {
             cache.writeback_done(b.file, b.start, b.end, at.max(cx.now));
@@ -1134,6 +1134,7 @@ impl FioJob {
                 // invalidate at a wrap), or another job's read holds them,
                 // which the model does not track. filemap_read reads until
                 // the pages are uptodate: read them again.
+                let max_sectors = cx.block.max_sectors().max(8) as u64;
                 let mut runs = std::mem::take(&mut self.missing);
                 cache.fetch(wf, first, end, &mut runs);
                 cache.reading_runs(wf, first, end, &mut runs);
@@ -1187,13 +1188,19 @@ impl FioJob {
         let cache = cx.cache.as_deref_mut().expect("page cache");
         let syncfs = self.ious[slot as usize].syncfs;
         // fsync: the job's files; syncfs: every file of the file system.
-        let ranges: Vec<(u64, u64)> = if syncfs {
-            cache.files().iter().map(|f| (f.first, f.end)).collect()
+        let count = if syncfs {
+            cache.files().len()
         } else {
-            let pages = |r: &Region| (r.start / PAGE, (r.start + r.len).div_ceil(PAGE));
-            self.files.iter().map(pages).collect()
+            self.files.len()
         };
-        for (first, end) in ranges {
+        for i in 0..count {
+            let (first, end) = if syncfs {
+                let f = &cache.files()[i];
+                (f.first, f.end)
+            } else {
+                let r = &self.files[i];
+                (r.start / PAGE, (r.start + r.len).div_ceil(PAGE))
+            };
             let Some(file) = cache.file_of(first) else {
                 continue;
             };
