@@ -135,6 +135,9 @@ pub struct PageCache {
     next_turn: u64,
     pub view: CacheView,
     next_sample: Ns,
+    /// Jobs holding the raw block device open (`bd_openers`): its last
+    /// close writes the device's dirty pages back (`blkdev_put`).
+    pub device_openers: u32,
 }
 
 /// Memory the page cache may use, in pages (see the module note).
@@ -193,6 +196,7 @@ impl PageCache {
                 ..CacheView::default()
             },
             next_sample: 0,
+            device_openers: 0,
         }
     }
 
@@ -444,6 +448,23 @@ impl PageCache {
         self.apply(file, start, end, false, |s| {
             s.filter(|&x| x != PageState::Clean)
         });
+    }
+
+    /// `invalidate_bdev` (BLKFLSBUF, a raw device's last close): every
+    /// clean page of the device goes, whoever read it.
+    pub fn invalidate_all(&mut self) {
+        for file in 0..self.files.len() as u32 {
+            let (first, end) = (
+                self.files[file as usize].first,
+                self.files[file as usize].end,
+            );
+            self.invalidate(file, first, end);
+        }
+    }
+
+    /// Pages dirty or under writeback anywhere.
+    pub fn any_unwritten(&self) -> bool {
+        self.counts.dirty > 0 || self.counts.writeback > 0
     }
 
     // ---- writes and dirty throttling ----

@@ -741,7 +741,10 @@ impl Simulation {
     fn finish(mut self) -> Result<RunReport, Error> {
         let end = self.now;
         for (j, TaskSlot { task, job }) in self.tasks.iter().enumerate() {
-            if matches!(job.phase, Phase::Running | Phase::Draining | Phase::Waiting) {
+            if matches!(
+                job.phase,
+                Phase::Running | Phase::Draining | Phase::Closing | Phase::Waiting
+            ) {
                 return Err(Error::Internal(format!(
                     "job {j} ('{}') never finished (phase {:?}, asleep on {:?}; \
                      {} requests live, queue {})",
