@@ -793,7 +793,9 @@ impl FioJob {
         }
         self.inflight += batch.len() as u32;
         let depth_now = self.inflight;
-        self.stats.record_submit(batch.len() as u32, depth_now);
+        if self.phase != Phase::Closing {
+            self.stats.record_submit(batch.len() as u32, depth_now);
+        }
         // The call runs on the task's CPU, after whatever that CPU is doing.
         let start = cx.block.cpu_begin(task.cpu, now);
         cx.block.cpu_charge(cost);
