@@ -137,8 +137,9 @@ pub struct FioJob {
     /// The first open of the job's files is still to be done (on a raw
     /// device it may sync; see `device_open_close`).
     open_pending: bool,
-    /// A `sync_blockdev` of the device (at open, reopen or close) was sent;
-    /// once it is reaped, the device's clean pages go.
+    /// A `sync_blockdev` of the device (at open, reopen or close) was sent
+    /// for the current event: the caller, called again once it is reaped,
+    /// goes on.
     device_sync_sent: bool,
     wrote: bool,
     plug: Plug,
@@ -530,8 +531,8 @@ impl FioJob {
                 task.sleep = Some(SleepReason::Io);
                 return false;
             }
-            // Its last close's sync was reaped: the pages go, the job ends.
-            self.device_open_close(task, cx, DeviceEvent::Close);
+            // Its last close's sync was reaped: the job ends.
+            self.device_sync_sent = false;
             self.phase = Phase::Done;
             return true;
         }
@@ -600,13 +601,10 @@ impl FioJob {
     /// device's clean pages, every job's. Measured on 6.18 (tmpfs loop):
     /// three passes of a 16 MiB buffered write with no sync option write
     /// 3 × 16 MiB. Files on a file system do neither. Returns whether the
-    /// job waits for the sync; called again once it is reaped.
+    /// job waits for the sync (the unit drops the pages when it completes,
+    /// `sync_step`); called again once it is reaped, it goes on.
     fn device_open_close(&mut self, task: &mut Task, cx: &mut TaskCx, ev: DeviceEvent) -> bool {
-        if self.device_sync_sent {
-            self.device_sync_sent = false;
-            if let Some(cache) = cx.cache.as_deref_mut() {
-                cache.invalidate_all();
-            }
+        if std::mem::take(&mut self.device_sync_sent) {
             return false;
         }
         // fio's null engine opens nothing (FIO_DISKLESSIO).
@@ -1386,7 +1384,12 @@ impl FioJob {
     /// The data of an fsync unit is on the device: flush, commit, or done.
     fn sync_step(&mut self, task: &mut Task, cx: &mut TaskCx, slot: u32) {
         if self.ious[slot as usize].device {
-            // sync_blockdev waits for the writeback and flushes nothing.
+            // sync_blockdev waits for the writeback and flushes nothing;
+            // then BLKFLSBUF's invalidate_bdev or the last close's
+            // kill_bdev drops the device's (now clean) pages.
+            if let Some(cache) = cx.cache.as_deref_mut() {
+                cache.invalidate_all();
+            }
             self.complete_now(task, cx, slot);
             return;
         }
