@@ -57,6 +57,10 @@ fn a_small_write_is_absorbed_and_written_at_expiry() {
         .iter()
         .find(|s| s.writeback_pages > 0)
         .expect("written back at some point");
+    eprintln!(
+        "README: 64 MiB written at memory speed reaches the disk at {:.1} s",
+        first.at as f64 / 1e9
+    );
     assert!(
         first.at >= 30 * NS_PER_SEC && first.at <= 35 * NS_PER_SEC,
         "writeback began at {} ns",
@@ -82,6 +86,12 @@ fn a_long_write_settles_at_the_device_bandwidth() {
     let direct_text = text.replace("[w]", "[w]\ndirect=1");
     let direct = run(&with_mem(spec("long", &direct_text), 2 << 30));
     let (b, d) = (write_bw(&buffered, 0), write_bw(&direct, 0));
+    eprintln!(
+        "README: long write {:.0} MiB/s, throttled {:.1} of {:.1} s",
+        b / 1048576.0,
+        page_cache(&buffered).throttled_ns[0].1 as f64 / 1e9,
+        buffered.jobs[0].stats.runtime_ns() as f64 / 1e9
+    );
     assert!(
         (b / d - 1.0).abs() < 0.20,
         "buffered {:.0} MB/s vs device {:.0} MB/s",
@@ -125,6 +135,11 @@ fn higher_dirty_ratios_absorb_more_and_throttle_less() {
         .set("vm.dirty_background_ratio", "60");
     let (a, b) = (run(&base), run(&tuned));
     let (pa, pb) = (page_cache(&a), page_cache(&b));
+    eprintln!(
+        "README: peak Dirty {} MiB with 80/60, {} MiB with 20/10",
+        pb.view.peak_dirty / 256,
+        pa.view.peak_dirty / 256
+    );
     assert!(
         pb.view.peak_dirty > 2 * pa.view.peak_dirty,
         "peak Dirty 80/60 {} vs 20/10 {} pages",
@@ -190,6 +205,7 @@ fn readahead_request_sizes_follow_read_ahead_kb() {
         let t = text.replace("bs=4k", &format!("bs=4k\nfadvise_hint={hint}"));
         let r = run(&spec("ra", &t).set("read_ahead_kb", &ra.to_string()));
         let (n, mean) = reads(&r);
+        eprintln!("README: read_ahead_kb {ra} hint {hint}: {n} device reads (kernel {measured})");
         // Within 15 %: 6.x's large-folio alignment adds a few small early
         // requests the 4.x ramp modelled here does not have.
         let err = (n as f64 - measured as f64).abs() / measured as f64;
