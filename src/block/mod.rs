@@ -1823,4 +1823,25 @@ impl BlockLayer {
     pub fn live_requests(&self) -> u32 {
         self.rqs.live()
     }
+
+    /// The first few live requests, for an internal error's message: what
+    /// they are and how far they got.
+    pub fn describe_live_requests(&self) -> String {
+        let mut out = Vec::new();
+        for id in self.rqs.live_ids().take(4) {
+            let rq = &self.rqs[id];
+            out.push(format!(
+                "rq {id}: {:?} sector {} +{} flags {:#x} pid {} inserted {} dispatched {} flush_seq {}",
+                rq.op,
+                rq.sector,
+                rq.nr_sectors,
+                rq.flags,
+                rq.pid,
+                rq.insert_ns,
+                rq.dispatch_ns,
+                rq.flush_seq
+            ));
+        }
+        out.join("; ")
+    }
 }

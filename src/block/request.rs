@@ -242,6 +242,10 @@ impl RequestArena {
     pub fn live(&self) -> u32 {
         self.live
     }
+    /// The live requests, in slot order (for diagnostics).
+    pub fn live_ids(&self) -> impl Iterator<Item = RqId> + '_ {
+        (0..self.slots.len() as RqId).filter(|&id| self.slots[id as usize].in_use)
+    }
     pub fn capacity(&self) -> usize {
         self.slots.len()
     }

@@ -271,6 +271,9 @@ pub struct Hdd {
     busy: Option<(Ns, Work)>,
     /// Token of the pending wake-up.
     gen: u64,
+    /// When the last host command's status reaches the host: a flush is
+    /// issued only after the commands before it are done.
+    host_done: Ns,
     pub stats: HddStats,
 }
 
@@ -350,6 +353,7 @@ impl Hdd {
             head_head: 0,
             busy: None,
             gen: 0,
+            host_done: 0,
             stats: HddStats::default(),
             p,
         })
@@ -571,6 +575,17 @@ impl Hdd {
         }
     }
 
+    /// A host command's status (and read data) reaches the host at `at`.
+    fn host_complete(&mut self, at: Ns, id: RqId, out: &mut DeviceOut) {
+        self.host_done = self.host_done.max(at);
+        out.completions.push((at, id));
+    }
+
+    /// A flush completes once the commands before it are done.
+    fn flush_done_at(&self, now: Ns) -> Ns {
+        now.max(self.host_done) + self.p.command_overhead_ns
+    }
+
     /// A flush is queued (and, not being an NCQ command, holds the drive).
     fn flush_pending(&self) -> bool {
         self.queue.iter().any(|c| c.kind == Kind::Flush)
@@ -586,7 +601,7 @@ impl Hdd {
         if self.dirty_n > 0 || self.queue.iter().any(|c| c.kind != Kind::Flush) {
             return;
         }
-        let t = now + self.p.command_overhead_ns;
+        let t = self.flush_done_at(now);
         self.queue.retain(|c| {
             if c.kind == Kind::Flush {
                 out.completions.push((t, c.id));
@@ -616,7 +631,7 @@ impl Hdd {
             }
             self.queue.remove(i);
             self.insert_dirty(now, c.lba, c.n);
-            out.completions.push((now + self.host_time(c.n), c.id));
+            self.host_complete(now + self.host_time(c.n), c.id, out);
         }
     }
 
@@ -641,6 +656,10 @@ impl Hdd {
         let urgent = !self.write_back() || flush_pending || waiting || self.cache_full();
         let use_dirty = !self.dirty.is_empty() && (urgent || !have_media);
         if !have_media && !use_dirty {
+            // Idle: a flush waiting for the commands before it completes now
+            // (the last of them may have been served from the look-ahead
+            // buffer, which starts no media operation and wakes no one).
+            self.complete_flushes(now, out);
             return;
         }
         // Age limit: the oldest host command past it goes first (and, while a
@@ -739,7 +758,7 @@ impl Hdd {
             let held = self.buffered_to(now, lba, n);
             if held == lba + n {
                 self.stats.buffer_hits += 1;
-                out.completions.push((now + self.host_time(n), id));
+                self.host_complete(now + self.host_time(n), id, out);
                 return false;
             }
             n = lba + n - held;
@@ -773,7 +792,7 @@ impl Hdd {
             } else {
                 self.host_time(n)
             };
-            out.completions.push((end + host, id));
+            self.host_complete(end + host, id, out);
         }
         self.busy = Some((end, work));
         self.gen += 1;
@@ -939,7 +958,7 @@ impl Device for Hdd {
             Op::Read => {
                 if self.buffered_to(now, lba, n) == lba + n {
                     self.stats.buffer_hits += 1;
-                    out.completions.push((now + self.host_time(n), cmd.id));
+                    self.host_complete(now + self.host_time(n), cmd.id, out);
                     true
                 } else {
                     enqueue(self, Kind::Media)
@@ -955,7 +974,7 @@ impl Device for Hdd {
                     && !self.queue.iter().any(|c| c.kind == Kind::WaitCache)
                 {
                     self.insert_dirty(now, lba, n);
-                    out.completions.push((now + self.host_time(n), cmd.id));
+                    self.host_complete(now + self.host_time(n), cmd.id, out);
                     true
                 } else {
                     enqueue(self, Kind::WaitCache)
@@ -965,15 +984,13 @@ impl Device for Hdd {
                 if self.dirty_n > 0 || !self.queue.is_empty() {
                     enqueue(self, Kind::Flush)
                 } else {
-                    out.completions
-                        .push((now + self.p.command_overhead_ns, cmd.id));
+                    out.completions.push((self.flush_done_at(now), cmd.id));
                     true
                 }
             }
             // SATA disks of this class have no TRIM: nothing to do.
             Op::Discard => {
-                out.completions
-                    .push((now + self.p.command_overhead_ns, cmd.id));
+                self.host_complete(now + self.p.command_overhead_ns, cmd.id, out);
                 true
             }
         };
@@ -1451,6 +1468,31 @@ mod tests {
         // After it, writes go to the cache again.
         let w = random_write(next_id, &mut d);
         assert_eq!(d.submit(t_next, &w, &mut lp.out), Submit::Accepted);
+    }
+
+    #[test]
+    fn a_flush_behind_a_read_served_from_the_look_ahead_completes() {
+        // Found by the run fuzzer: the read queued before the flush turns
+        // out to be in the look-ahead buffer when its turn comes, so no
+        // media operation ends after it to complete the flush.
+        let mut d = hdd(true);
+        let mut lp = Loop::new();
+        for (id, op) in [(1, Op::Read), (2, Op::Read), (3, Op::Flush)] {
+            let c = cmd(id, op, if op == Op::Read { 1_000_000 } else { 0 }, 8);
+            assert_eq!(d.submit(0, &c, &mut lp.out), Submit::Accepted);
+            lp.drain();
+        }
+        let mut done = Vec::new();
+        while let Some((t, ev)) = lp.next() {
+            assert!(t < 1_000_000_000, "runs on at {t}");
+            match ev {
+                Ev::Done(id) => done.push(id),
+                Ev::Wake(tok) => d.wakeup(t, tok, &mut lp.out),
+            }
+            lp.drain();
+        }
+        assert_eq!(done, vec![1, 2, 3]);
+        assert!(d.stats.buffer_hits >= 1, "the second read hit the buffer");
     }
 
     #[test]

@@ -747,7 +747,7 @@ impl Simulation {
             ) {
                 return Err(Error::Internal(format!(
                     "job {j} ('{}') never finished (phase {:?}, asleep on {:?}; \
-                     {} requests live, queue {})",
+                     {} requests live, queue {}) [{}]",
                     job.spec.name,
                     job.phase,
                     task.sleep,
@@ -756,7 +756,8 @@ impl Simulation {
                         "frozen"
                     } else {
                         "not frozen"
-                    }
+                    },
+                    self.block.describe_live_requests()
                 )));
             }
         }
