@@ -104,7 +104,7 @@ fn io_wait_s(r: &RunReport) -> f64 {
 }
 
 #[test]
-#[ignore = "about a minute in release (7 simulations of 60 s with 16 jobs); run with --ignored to print the README's E7 table"]
+#[ignore = "7 simulations of 60 s with 16 jobs: seconds in release, minutes in debug; run with --ignored to print the README's E7 table"]
 fn e7_table() {
     println!("| configuration | I/O wait (s) | vs defaults | journal commits | flushes | device writes (MiB) |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");

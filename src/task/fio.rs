@@ -197,6 +197,18 @@ struct CacheBio {
     write: bool,
 }
 
+/// What a page-cache bio of a job does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CacheIo {
+    /// A read of missing pages (readahead or a miss).
+    Read,
+    /// WB_SYNC_ALL writeback (fsync, O_SYNC): REQ_SYNC.
+    SyncWrite,
+    /// WB_SYNC_NONE writeback started by the job itself (fadvise
+    /// DONTNEED): no REQ_SYNC, nothing waits for it.
+    Writeback,
+}
+
 impl FioJob {
     /// A job ready to start after `start_delay` once released. `gen` and
     /// `rate` are None for a job whose engine is not modelled.
@@ -298,32 +310,58 @@ impl FioJob {
     /// fio opens its files: `pre_read` reads them into the cache (outside
     /// the measured phase), else `invalidate` drops their clean pages.
     fn open_files(&mut self, cx: &mut TaskCx) {
-        if !self.buffered {
+        if !self.buffered || cx.cache.is_none() {
             return;
         }
-        let Some(cache) = cx.cache.as_deref_mut() else {
-            return;
-        };
-        for r in &self.files {
-            let (first, end) = (r.start / PAGE, (r.start + r.len).div_ceil(PAGE));
-            let Some(file) = cache.file_of(first) else {
+        for i in 0..self.files.len() {
+            let Some((file, first, end)) = self.cache_file(cx, i) else {
                 continue;
             };
             if self.spec.pre_read {
+                let cache = cx.cache.as_deref_mut().expect("page cache");
                 cache.preload(file, first, end, cx.now);
             } else if self.spec.invalidate && cx.fs.is_some() {
-                // posix_fadvise(DONTNEED) on a file; a raw device's
-                // BLKFLSBUF is `device_open_close`'s.
-                cache.invalidate(file, first, end);
+                // A raw device's BLKFLSBUF is `device_open_close`'s.
+                self.fadvise_dontneed(cx, file, first, end);
             }
         }
+    }
+
+    /// The job's `i`th file as the page cache knows it: (file, first page,
+    /// end page).
+    fn cache_file(&self, cx: &TaskCx, i: usize) -> Option<(u32, u64, u64)> {
+        let r = &self.files[i];
+        let (first, end) = (r.start / PAGE, (r.start + r.len).div_ceil(PAGE));
+        let file = cx.cache.as_deref()?.file_of(first)?;
+        Some((file, first, end))
+    }
+
+    /// `posix_fadvise(POSIX_FADV_DONTNEED)` on pages `[first, end)` of a
+    /// file (mm/fadvise.c `generic_fadvise`): WB_SYNC_NONE writeback of the
+    /// range's dirty pages starts first (`__filemap_fdatawrite_range`, the
+    /// bios submitted by the caller, who does not wait for them), then the
+    /// clean pages are dropped; the pages just put under writeback stay.
+    /// Pitfall: kernels before 5.x skipped the writeback while the device
+    /// was write-congested; congestion is not modelled, so it always starts.
+    fn fadvise_dontneed(&mut self, cx: &mut TaskCx, file: u32, first: u64, end: u64) {
+        let max_sectors = cx.block.max_sectors().max(8) as u64;
+        let mut runs = std::mem::take(&mut self.missing);
+        let cache = cx.cache.as_deref_mut().expect("page cache");
+        cache.take_dirty_range(file, first, end, &mut runs);
+        cache.invalidate(file, first, end);
+        for &(s, e) in &runs {
+            if let Some(fs) = cx.fs.as_deref_mut() {
+                fs.writeback(file, s, e, cx.now);
+            }
+            self.queue_cache_bios(max_sectors, file, s, e, CacheIo::Writeback);
+        }
+        self.missing = runs;
     }
 
     /// A file began a new pass: as at open, `invalidate` drops its clean
     /// pages (fio's loop_cache_invalidate, io_u.c: posix_fadvise DONTNEED
     /// when a time_based job wraps or its random map is used up; a new
-    /// loop reopens the files). The writeback DONTNEED starts for dirty
-    /// pages is not modelled.
+    /// loop reopens the files), and starts writeback of their dirty ones.
     fn invalidate_wrapped(&mut self, cx: &mut TaskCx) {
         let Some(g) = self.gen.as_mut() else {
             return;
@@ -345,13 +383,12 @@ impl FioJob {
             cache.invalidate_all();
             return;
         }
-        for (i, r) in self.files.iter().enumerate() {
+        for i in 0..self.files.len() {
             if which != Wrapped::All && which != Wrapped::File(i) {
                 continue;
             }
-            let (first, end) = (r.start / PAGE, (r.start + r.len).div_ceil(PAGE));
-            if let Some(file) = cache.file_of(first) {
-                cache.invalidate(file, first, end);
+            if let Some((file, first, end)) = self.cache_file(cx, i) {
+                self.fadvise_dontneed(cx, file, first, end);
             }
         }
     }
@@ -1213,12 +1250,14 @@ impl FioJob {
     /// Queue read bios for pages `[s, e)`, at most `max` sectors each,
     /// each with a readahead tag of its own.
     fn submit_read_run(&mut self, max: u64, file: u32, s: u64, e: u64) {
-        self.queue_cache_bios(max, file, s, e, false);
+        self.queue_cache_bios(max, file, s, e, CacheIo::Read);
     }
 
-    /// Queue page-cache bios for pages `[s, e)` of `file`: reads, or
-    /// WB_SYNC_ALL writes (REQ_SYNC, `wbc_to_write_flags`).
-    fn queue_cache_bios(&mut self, max: u64, file: u32, s: u64, e: u64, write: bool) {
+    /// Queue page-cache bios for pages `[s, e)` of `file`, at most `max`
+    /// sectors each: reads, or writeback whose flags follow its sync mode
+    /// (`wbc_to_write_flags`: REQ_SYNC for WB_SYNC_ALL only).
+    fn queue_cache_bios(&mut self, max: u64, file: u32, s: u64, e: u64, io: CacheIo) {
+        let write = io != CacheIo::Read;
         let per_bio = (max / (PAGE / 512)).max(1);
         let mut p = s;
         while p < e {
@@ -1241,7 +1280,11 @@ impl FioJob {
                 op: if write { Op::Write } else { Op::Read },
                 sector: p * (PAGE / 512),
                 nr_sectors: (n * (PAGE / 512)) as u32,
-                flags: if write { flags::SYNC } else { 0 },
+                flags: if io == CacheIo::SyncWrite {
+                    flags::SYNC
+                } else {
+                    0
+                },
                 last: false,
             });
             p += n;
@@ -1369,7 +1412,7 @@ impl FioJob {
             if let Some(fs) = cx.fs.as_deref_mut() {
                 fs.writeback(file, s, e, now);
             }
-            self.queue_cache_bios(max_sectors, file, s, e, true);
+            self.queue_cache_bios(max_sectors, file, s, e, CacheIo::SyncWrite);
         }
         self.sync_runs = writes;
         if !busy {
