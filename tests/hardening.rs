@@ -359,6 +359,15 @@ fn cpu_costs_are_range_checked() {
         &format!("slow-cpu.toml:{line}: cpu.driver_ns: 5000000 is out of range"),
         "0..=1000000 ns",
     ]);
+    // A host speed out of its range, with the file and line too.
+    let mut text = elevator(&["devices", "--show", "nvme"]).ok().stdout.clone();
+    text.push_str("\n[cpu]\ncache_speed = 50\n");
+    let line = text.lines().count();
+    let prof = write(&dir, "fast-cache.toml", &text);
+    elevator(&["run", "--name=a", "--size=1m", "--device", &prof]).bad_input(&[
+        &format!("fast-cache.toml:{line}: cpu.cache_speed: 50 is out of range"),
+        "0.05..=20",
+    ]);
     // At the limit a cost is taken, and the run stays near its cap.
     let r = elevator(&[
         "run",

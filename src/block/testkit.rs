@@ -112,6 +112,7 @@ pub fn free_cpu() -> CpuCosts {
             .collect(),
         host_speed: None,
         hook_speed: None,
+        cache_speed: None,
     }
 }
 

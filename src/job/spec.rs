@@ -375,6 +375,13 @@ impl std::fmt::Display for JobError {
 impl std::error::Error for JobError {}
 
 impl JobSpec {
+    /// Whether the job's I/O goes through the page cache: `direct=0` with
+    /// an engine whose calls reach the file (sync or asynchronous; not the
+    /// null engine or one the simulator does not model).
+    pub fn is_buffered(&self) -> bool {
+        !self.direct && matches!(self.ioengine.kind, EngineKind::Sync | EngineKind::Async)
+    }
+
     /// A job with fio's defaults for every option (`rw=read`, `bs=4k`,
     /// `ioengine=psync`, `iodepth=1`, ...), as if the section only had a name.
     pub fn with_defaults(name: &str) -> JobSpec {

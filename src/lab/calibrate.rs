@@ -46,6 +46,8 @@ pub struct Probe {
     pub mix_read: Option<u32>,
     /// numjobs (reported as one group).
     pub jobs: u32,
+    /// A page-cache probe ([`CACHE_PROBES`]) instead of a direct one.
+    pub buffered: bool,
 }
 
 pub const PROBES: &[Probe] = &[
@@ -56,6 +58,7 @@ pub const PROBES: &[Probe] = &[
         qd: 1,
         mix_read: None,
         jobs: 1,
+        buffered: false,
     },
     Probe {
         name: "randread-qd4",
@@ -64,6 +67,7 @@ pub const PROBES: &[Probe] = &[
         qd: 4,
         mix_read: None,
         jobs: 1,
+        buffered: false,
     },
     Probe {
         name: "randread-qd16",
@@ -72,6 +76,7 @@ pub const PROBES: &[Probe] = &[
         qd: 16,
         mix_read: None,
         jobs: 1,
+        buffered: false,
     },
     HOOK_PROBE,
     Probe {
@@ -81,6 +86,7 @@ pub const PROBES: &[Probe] = &[
         qd: 1,
         mix_read: None,
         jobs: 1,
+        buffered: false,
     },
     Probe {
         name: "randwrite-qd4",
@@ -89,6 +95,7 @@ pub const PROBES: &[Probe] = &[
         qd: 4,
         mix_read: None,
         jobs: 1,
+        buffered: false,
     },
     Probe {
         name: "randwrite-qd16",
@@ -97,6 +104,7 @@ pub const PROBES: &[Probe] = &[
         qd: 16,
         mix_read: None,
         jobs: 1,
+        buffered: false,
     },
     Probe {
         name: "randwrite-qd64",
@@ -105,6 +113,7 @@ pub const PROBES: &[Probe] = &[
         qd: 64,
         mix_read: None,
         jobs: 1,
+        buffered: false,
     },
     Probe {
         name: "seqread-128k",
@@ -113,6 +122,7 @@ pub const PROBES: &[Probe] = &[
         qd: 8,
         mix_read: None,
         jobs: 1,
+        buffered: false,
     },
     Probe {
         name: "seqwrite-128k",
@@ -121,6 +131,7 @@ pub const PROBES: &[Probe] = &[
         qd: 8,
         mix_read: None,
         jobs: 1,
+        buffered: false,
     },
     Probe {
         name: "mix70-qd16",
@@ -129,6 +140,7 @@ pub const PROBES: &[Probe] = &[
         qd: 16,
         mix_read: Some(70),
         jobs: 1,
+        buffered: false,
     },
     // Several submitters: tells a device ceiling (the same for any number of
     // jobs) from a per-CPU one (grows with jobs up to the CPUs).
@@ -139,6 +151,7 @@ pub const PROBES: &[Probe] = &[
         qd: 16,
         mix_read: None,
         jobs: 4,
+        buffered: false,
     },
     Probe {
         name: "randwrite-qd16x4",
@@ -147,6 +160,7 @@ pub const PROBES: &[Probe] = &[
         qd: 16,
         mix_read: None,
         jobs: 4,
+        buffered: false,
     },
 ];
 
@@ -161,15 +175,55 @@ pub const HOOK_PROBE: Probe = Probe {
     qd: 64,
     mix_read: None,
     jobs: 1,
+    buffered: false,
 };
 /// The scheduler of [`HOOK_PROBE`]: mq-deadline has a fixed cost per request
 /// under one lock, and every blk-mq kernel has it. The other schedulers'
 /// ratios to none stay predictions.
 pub const HOOK_SCHEDULER: &str = "mq-deadline";
 
+/// Page-cache probes: 4 KiB `psync` calls on a 16 MiB range held in the
+/// page cache (`pre_read` reads it in before the measured phase for the
+/// reads; the writes dirty it in memory, far below any dirty threshold),
+/// so no call needs I/O: what they measure is this host's CPU cost of a
+/// buffered call. The reads fit `[cpu] cache_speed`; the writes check it.
+pub const CACHE_PROBES: &[Probe] = &[
+    Probe {
+        name: "cache-randread",
+        rw: "randread",
+        bs: 4096,
+        qd: 1,
+        mix_read: None,
+        jobs: 1,
+        buffered: true,
+    },
+    Probe {
+        name: "cache-randwrite",
+        rw: "randwrite",
+        bs: 4096,
+        qd: 1,
+        mix_read: None,
+        jobs: 1,
+        buffered: true,
+    },
+];
+
+/// The range the page-cache probes work on.
+const CACHE_PROBE_SIZE: &str = "16m";
+
 impl Probe {
     /// The fio job text of this probe.
     pub fn job(&self, filename: &str, runtime: Ns) -> String {
+        if self.buffered {
+            return format!(
+                "[global]\nfilename={filename}\ndirect=0\nioengine=psync\nsize={CACHE_PROBE_SIZE}\ninvalidate=0\n{}time_based=1\nruntime={}ms\n[{}]\nrw={}\nbs={}\n",
+                if self.rw.contains("read") { "pre_read=1\n" } else { "" },
+                (runtime / NS_PER_MS).max(1),
+                self.name,
+                self.rw,
+                self.bs
+            );
+        }
         let mut s = format!(
             "[global]\nfilename={filename}\ndirect=1\nioengine=libaio\ntime_based=1\nruntime={}ms\n[{}]\nrw={}\nbs={}\niodepth={}\n",
             (runtime / NS_PER_MS).max(1),
@@ -408,6 +462,9 @@ pub struct Fit {
     /// [`HOOK_PROBE`] under [`HOOK_SCHEDULER`] as simulated with the fitted
     /// `hook_speed` (None: not measured, or a fit without CPU costs).
     pub hook_simulated: Option<Point>,
+    /// [`CACHE_PROBES`] as simulated with the fitted `cache_speed` (empty:
+    /// not measured).
+    pub cache_simulated: Vec<Point>,
 }
 
 /// Measured probes of a device (`calibrate --save-probes` writes it as
@@ -425,6 +482,9 @@ pub struct Measured {
     /// not offer it (or the probes were saved by an older version).
     #[serde(default)]
     pub hook_point: Option<Point>,
+    /// [`CACHE_PROBES`], in order; empty when saved by an older version.
+    #[serde(default)]
+    pub cache_points: Vec<Point>,
     /// What could not be restored afterwards (the measurements are good).
     pub unrestored: Vec<String>,
 }
@@ -658,6 +718,7 @@ impl Fitter {
             simulated: sim,
             error: err,
             hook_simulated: None,
+            cache_simulated: Vec::new(),
         }
     }
 
@@ -710,6 +771,7 @@ impl Fitter {
             simulated,
             error,
             hook_simulated: None,
+            cache_simulated: Vec::new(),
         }
     }
 
@@ -803,6 +865,32 @@ impl Fitter {
         (speed, pt)
     }
 
+    /// Bisect `[cpu] cache_speed` (log scale over the host-speed range)
+    /// until the first page-cache probe's simulated IOPS meet `target`;
+    /// leaves `self.cpu` at the speed found.
+    fn fit_cache_speed(&mut self, params: &Params, target: f64) -> f64 {
+        let base = self.cpu.clone().unwrap_or_default();
+        let with = |c: f64| CpuCosts {
+            cache_speed: Some(c),
+            ..base.clone()
+        };
+        let (mut lo, mut hi) = (HOST_SPEED_MIN.ln(), HOST_SPEED_MAX.ln());
+        for _ in 0..12 {
+            let mid = (lo + hi) / 2.0;
+            self.cpu = Some(with(mid.exp()));
+            let pt = self.simulate_probe(params, &CACHE_PROBES[0]);
+            if pt.main().iops < target {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let speed = ((((lo + hi) / 2.0).exp() * 1000.0).round() / 1000.0)
+            .clamp(HOST_SPEED_MIN, HOST_SPEED_MAX);
+        self.cpu = Some(with(speed));
+        speed
+    }
+
     /// Fit the ram model: one latency, one copy bandwidth.
     pub fn fit_ram(&mut self) -> Fit {
         let rr1 = self.m("randread-qd1");
@@ -851,6 +939,7 @@ impl Fitter {
             simulated,
             error,
             hook_simulated: None,
+            cache_simulated: Vec::new(),
         }
     }
 }
@@ -884,13 +973,15 @@ pub fn measure(
         .map(|s| s.trim().to_string());
     let work = s.work().to_path_buf();
     let devpath = s.bd.path.display().to_string();
-    let outcome = (|| -> Result<(Vec<Point>, Option<Point>), String> {
+    // The probes' points, the hook probe's, and the page-cache probes'.
+    type Probed = (Vec<Point>, Option<Point>, Vec<Point>);
+    let outcome = (|| -> Result<Probed, String> {
         let offered = q.schedulers();
         if offered.is_some() {
             q.set_scheduler("none")?;
         }
         let has_hook = offered.is_some_and(|(names, _)| names.iter().any(|n| n == HOOK_SCHEDULER));
-        let total = passes * (PROBES.len() + usize::from(has_hook));
+        let total = passes * (PROBES.len() + usize::from(has_hook) + CACHE_PROBES.len());
         let mut k = 0;
         // One probe run: its point with the machine's CPU time per I/O.
         let mut run = |p: &Probe, label: &str, pass: usize| -> Result<Point, String> {
@@ -939,14 +1030,22 @@ pub fn measure(
         } else {
             None
         };
-        Ok((points, hook))
+        let mut cache = Vec::new();
+        for p in CACHE_PROBES {
+            let mut v = Vec::new();
+            for pass in 1..=passes {
+                v.push(run(p, p.name, pass)?);
+            }
+            cache.push(median_point(&v));
+        }
+        Ok((points, hook, cache))
     })();
     let fio_version = s.fio_version.clone();
     let problems = s.finish();
     for p in &problems {
         eprintln!("elevator: warning: {p}");
     }
-    let (points, hook_point) = outcome.map_err(|e| LabError {
+    let (points, hook_point, cache_points) = outcome.map_err(|e| LabError {
         unrestored: problems.clone(),
         ..LabError::failed(e)
     })?;
@@ -959,6 +1058,7 @@ pub fn measure(
         queue,
         points,
         hook_point,
+        cache_points,
         unrestored: problems,
     })
 }
@@ -1011,6 +1111,35 @@ pub fn fit_hooks(m: &Measured, fit: &mut Fit, cpus: usize, sim_time: Ns) {
         c.hook_speed = Some(speed);
     }
     fit.hook_simulated = Some(pt);
+}
+
+/// Fit `[cpu] cache_speed` into `fit` from the page-cache probes, when they
+/// were measured: the buffered read probe's IOPS, every call a cache hit,
+/// is the host's CPU cost of such a call. The write probe is simulated with
+/// the fitted speed as a check.
+pub fn fit_cache(m: &Measured, fit: &mut Fit, cpus: usize, sim_time: Ns) {
+    let Some(target) = m
+        .cache_points
+        .first()
+        .map(|p| p.main().iops)
+        .filter(|&x| x > 0.0)
+    else {
+        return;
+    };
+    let base = fit.cpu.clone().unwrap_or_default();
+    let mut f = Fitter::new(
+        fit.queue.clone(),
+        m.points.clone(),
+        sim_time,
+        cpus,
+        Some(base),
+    );
+    let speed = f.fit_cache_speed(&fit.params, target);
+    fit.cpu.get_or_insert_with(CpuCosts::default).cache_speed = Some(speed);
+    fit.cache_simulated = CACHE_PROBES
+        .iter()
+        .map(|p| f.simulate_probe(&fit.params, p))
+        .collect();
 }
 
 /// How a fit is named in reports.
@@ -1072,6 +1201,13 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
         .collect();
     if let (Some(mp), Some(sp)) = (m.hook_point, fit.hook_simulated) {
         probes.push((format!("{} {HOOK_SCHEDULER}", HOOK_PROBE.name), mp, sp));
+    }
+    for ((p, mp), sp) in CACHE_PROBES
+        .iter()
+        .zip(&m.cache_points)
+        .zip(&fit.cache_simulated)
+    {
+        probes.push((p.name.to_string(), *mp, *sp));
     }
     for (name, meas, sim) in &probes {
         for ((d, md), (_, sd)) in meas.dirs().iter().zip(sim.dirs().iter()) {
@@ -1267,6 +1403,7 @@ pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
             let _ = writeln!(s, "bandwidth = {}         # bytes/s per hardware queue: the throughput ceiling that fits best", r.bandwidth);
         }
     }
+    let cache_speed = fit.cpu.as_ref().and_then(|c| c.cache_speed);
     if let Some(speed) = fit.cpu.as_ref().and_then(|c| c.host_speed) {
         s.push_str(
             "\n# This host's CPUs: every CPU cost (fio's calls, block layer, scheduler hooks,\n",
@@ -1283,6 +1420,13 @@ pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
                 let _ = writeln!(s, "hook_speed = {h:.3}          # scheduler hooks' speed against the rest of the path: fitted to {} under {HOOK_SCHEDULER}", HOOK_PROBE.name);
             }
         }
+    } else if cache_speed.is_some() {
+        s.push_str(
+            "\n# This host's CPUs for page-cache calls (the device takes the rest).\n[cpu]\n",
+        );
+    }
+    if let Some(c) = cache_speed {
+        let _ = writeln!(s, "cache_speed = {c:.3}         # a buffered job's calls (call, page lookup, copy) against the reference core: fitted to {}", CACHE_PROBES[0].name);
     }
     s
 }
@@ -1352,6 +1496,7 @@ pub fn calibrate_from(
         }
     }
     fit_hooks(m, &mut fits[0], cpus, sim_time);
+    fit_cache(m, &mut fits[0], cpus, sim_time);
     let best = &fits[0];
     let disk = m.device.rsplit('/').next().unwrap_or("dev").to_string();
     let name = format!("calibrated-{disk}");
@@ -1417,6 +1562,21 @@ pub fn calibrate_from(
             best.params.model()
         );
     }
+    match best.cpu.as_ref().and_then(|c| c.cache_speed) {
+        Some(c) => {
+            let _ = writeln!(
+                report,
+                "page-cache calls run at {c:.3} x the reference core: fitted to {}, {} is the check",
+                CACHE_PROBES[0].name, CACHE_PROBES[1].name
+            );
+        }
+        None => {
+            let _ = writeln!(
+                report,
+                "page-cache calls: not fitted (the probes were saved without the page-cache probes)"
+            );
+        }
+    }
     report.push_str(&error_table(m, best));
     Ok(Calibration {
         toml,
@@ -1476,6 +1636,7 @@ mod tests {
             queue: q.clone(),
             points: vec![Point::default(); PROBES.len()],
             hook_point: None,
+            cache_points: Vec::new(),
             unrestored: Vec::new(),
         };
         let nvme = crate::device::nvme::NvmeParams {
@@ -1524,6 +1685,7 @@ mod tests {
                 simulated: Vec::new(),
                 error: 0.5,
                 hook_simulated: None,
+                cache_simulated: Vec::new(),
             };
             let text = profile_toml(&m, &[fit], "extreme");
             if let Err(e) = crate::device::profile::from_text(&text, "calibrated.toml") {
@@ -1534,7 +1696,7 @@ mod tests {
 
     #[test]
     fn probe_jobs_parse() {
-        for p in PROBES {
+        for p in PROBES.iter().chain(CACHE_PROBES) {
             let text = p.job("/dev/x", 1500 * NS_PER_MS);
             let jf = crate::job::parse_str(
                 &text,
@@ -1546,6 +1708,7 @@ mod tests {
             assert_eq!(jf.jobs.len(), p.jobs as usize);
             assert_eq!(jf.jobs[0].iodepth, p.qd);
             assert_eq!(jf.jobs[0].runtime, Some(1500 * NS_PER_MS));
+            assert_eq!(jf.jobs[0].is_buffered(), p.buffered, "{}", p.name);
         }
     }
 
@@ -1566,6 +1729,7 @@ mod tests {
             queue: fake_limits(),
             points,
             hook_point,
+            cache_points: Vec::new(),
         }
     }
 
@@ -1610,6 +1774,7 @@ mod tests {
             simulated: measured,
             error: 0.0,
             hook_simulated: None,
+            cache_simulated: Vec::new(),
         };
         fit_hooks(&m, &mut fit, 2, 50 * NS_PER_MS);
         let h = fit.cpu.as_ref().and_then(|c| c.hook_speed).expect("fitted");
@@ -1638,6 +1803,87 @@ mod tests {
         };
         fit_hooks(&older, &mut plain, 2, 50 * NS_PER_MS);
         assert_eq!(plain.cpu.and_then(|c| c.hook_speed), None);
+    }
+
+    /// A host whose page-cache calls run at a known speed is recovered
+    /// from the simulated cache probes, and the profile carries it.
+    #[test]
+    fn fit_cache_recovers_the_cache_speed() {
+        let q = fake_limits();
+        let params = Params::Ram(RamParams {
+            latency_ns: 20_000,
+            bandwidth: 2_000_000_000,
+        });
+        let sim_time = 50 * NS_PER_MS;
+        let truth = 2.5;
+        let mut f = Fitter::new(
+            q.clone(),
+            Vec::new(),
+            sim_time,
+            2,
+            Some(CpuCosts {
+                cache_speed: Some(truth),
+                ..CpuCosts::default()
+            }),
+        );
+        let cache_points: Vec<Point> = CACHE_PROBES
+            .iter()
+            .map(|p| f.simulate_probe(&params, p))
+            .collect();
+        assert!(cache_points.iter().all(|p| p.main().iops > 0.0));
+        // Direct I/O does not run at the page-cache speed.
+        let direct = f.simulate_probe(&params, &PROBES[0]);
+        let mut plain_fitter = Fitter::new(q.clone(), Vec::new(), sim_time, 2, None);
+        assert_eq!(direct, plain_fitter.simulate_probe(&params, &PROBES[0]));
+        let slower = plain_fitter.simulate_probe(&params, &CACHE_PROBES[0]);
+        assert!(slower.main().iops < cache_points[0].main().iops / 2.0);
+        let m = Measured {
+            cache_points,
+            ..test_measured(vec![Point::default(); PROBES.len()], None)
+        };
+        let mut fit = Fit {
+            params,
+            cpu: None,
+            queue: q,
+            simulated: Vec::new(),
+            error: 0.1,
+            hook_simulated: None,
+            cache_simulated: Vec::new(),
+        };
+        fit_cache(&m, &mut fit, 2, sim_time);
+        let c = fit
+            .cpu
+            .as_ref()
+            .and_then(|c| c.cache_speed)
+            .expect("fitted");
+        assert!((c / truth - 1.0).abs() < 0.05, "fitted {c}, truth {truth}");
+        // The write probe, not fitted, comes out as the truth's too.
+        let (mw, sw) = (
+            m.cache_points[1].main().iops,
+            fit.cache_simulated[1].main().iops,
+        );
+        assert!((sw / mw - 1.0).abs() < 0.05, "writes {sw} vs {mw}");
+        let toml = profile_toml(&m, &[fit.clone()], "cached");
+        assert!(toml.contains("cache_speed = "), "{toml}");
+        assert!(error_table(&m, &fit).contains("cache-randwrite"));
+        let prof = crate::device::profile::from_text(&toml, "cached.toml").expect("loads");
+        assert_eq!(
+            prof.cpu.and_then(|c| c.cache_speed),
+            Some((c * 1000.0).round() / 1000.0)
+        );
+        // Probes saved without the page-cache probes fit nothing.
+        let mut plain = fit.clone();
+        plain.cpu = None;
+        fit_cache(
+            &Measured {
+                cache_points: Vec::new(),
+                ..m
+            },
+            &mut plain,
+            2,
+            sim_time,
+        );
+        assert!(plain.cpu.is_none());
     }
 
     /// A device that is exactly an nvme profile is recovered closely.

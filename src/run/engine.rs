@@ -41,6 +41,9 @@ pub struct Config {
     pub settings: Settings,
     pub seed: u64,
     pub machine: Machine,
+    /// The machine as a buffered job's system calls see it: at the
+    /// profile's `cpu.cache_speed` when it has one, else `machine`.
+    pub cache_machine: Machine,
     /// Caps every job's simulated time.
     pub max_runtime: Option<Ns>,
     /// Scheduler switches, in time order.
@@ -107,6 +110,16 @@ impl Config {
             }
         }
         let mut machine = spec.machine.clone();
+        let mut cache_machine = spec.machine.clone();
+        if let Some(c) = profile.cpu.as_ref().and_then(|c| c.cache_speed) {
+            cache_machine.cpu_speed *= c;
+            cache_machine.validate().map_err(|e| {
+                InputError::new(
+                    "cpu-speed",
+                    format!("{e} (with the profile's cpu.cache_speed {c})"),
+                )
+            })?;
+        }
         if let Some(h) = profile.cpu.as_ref().and_then(|c| c.host_speed) {
             // The profile's host CPUs; --cpu-speed is relative to them.
             machine.cpu_speed *= h;
@@ -131,6 +144,11 @@ impl Config {
             profile,
             settings,
             seed: spec.seed,
+            cache_machine: if cache_machine.cpu_speed == spec.machine.cpu_speed {
+                machine.clone()
+            } else {
+                cache_machine
+            },
             machine,
             max_runtime: spec.max_runtime_ns,
             switches,
@@ -273,6 +291,7 @@ impl Simulation {
         block.enable_wbt_default().map_err(input)?;
         let layouts = workload::layout(&jobfile.jobs, block.capacity()).map_err(input)?;
         let syscalls = SyscallCosts::on(&cfg.machine);
+        let cache_syscalls = SyscallCosts::on(&cfg.cache_machine);
         let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, 0x5eed));
         let mut tasks = Vec::with_capacity(jobfile.jobs.len());
         for (i, spec) in jobfile.jobs.iter().enumerate() {
@@ -308,7 +327,18 @@ impl Simulation {
             let ioprio = IoPrio::from_fio(spec.prioclass, spec.prio);
             tasks.push(TaskSlot {
                 task: Task::new(i as u32, TaskKind::FioJob, cpu, cg_ids[i], ioprio),
-                job: FioJob::new(spec, gen, rate, stats, delay, syscalls),
+                job: FioJob::new(
+                    spec,
+                    gen,
+                    rate,
+                    stats,
+                    delay,
+                    if spec.is_buffered() {
+                        cache_syscalls
+                    } else {
+                        syscalls
+                    },
+                ),
             });
         }
         let disk_name = jobfile

@@ -221,7 +221,7 @@ impl FioJob {
         costs: SyscallCosts,
     ) -> FioJob {
         let kind = spec.ioengine.kind;
-        let buffered = !spec.direct && matches!(kind, EngineKind::Sync | EngineKind::Async);
+        let buffered = spec.is_buffered();
         // Buffered I/O is synchronous in the submit call (io_submit blocks on
         // a cache miss or a throttled write, reference §7.1): one unit at a time.
         let depth = if buffered { 1 } else { depth(spec) };
