@@ -349,25 +349,23 @@ fn cpu_costs_are_range_checked() {
         "--max-runtime=200ms",
     ]);
     r.bad_input(&["cpu/submit_ns", "0..=1000000 ns"]);
-    // The same range in a profile's [cpu] table, with the file and line.
+    // The same range in a profile's [cpu] table, with the file and line;
+    // a host speed out of its range too.
     let dir = scratch("cpu");
-    let mut text = elevator(&["devices", "--show", "nvme"]).ok().stdout.clone();
-    text.push_str("\n[cpu]\ndriver_ns = 5000000\n");
-    let line = text.lines().count();
-    let prof = write(&dir, "slow-cpu.toml", &text);
-    elevator(&["run", "--name=a", "--size=1m", "--device", &prof]).bad_input(&[
-        &format!("slow-cpu.toml:{line}: cpu.driver_ns: 5000000 is out of range"),
-        "0..=1000000 ns",
-    ]);
-    // A host speed out of its range, with the file and line too.
-    let mut text = elevator(&["devices", "--show", "nvme"]).ok().stdout.clone();
-    text.push_str("\n[cpu]\ncache_speed = 50\n");
-    let line = text.lines().count();
-    let prof = write(&dir, "fast-cache.toml", &text);
-    elevator(&["run", "--name=a", "--size=1m", "--device", &prof]).bad_input(&[
-        &format!("fast-cache.toml:{line}: cpu.cache_speed: 50 is out of range"),
-        "0.05..=20",
-    ]);
+    for (file, entry, range) in [
+        ("slow-cpu.toml", "driver_ns = 5000000", "0..=1000000 ns"),
+        ("fast-cache.toml", "cache_speed = 50", "0.05..=20"),
+    ] {
+        let mut text = elevator(&["devices", "--show", "nvme"]).ok().stdout.clone();
+        text.push_str(&format!("\n[cpu]\n{entry}\n"));
+        let line = text.lines().count();
+        let prof = write(&dir, file, &text);
+        let (key, value) = entry.split_once(" = ").unwrap();
+        elevator(&["run", "--name=a", "--size=1m", "--device", &prof]).bad_input(&[
+            &format!("{file}:{line}: cpu.{key}: {value} is out of range"),
+            range,
+        ]);
+    }
     // At the limit a cost is taken, and the run stays near its cap.
     let r = elevator(&[
         "run",

@@ -1026,7 +1026,7 @@ impl Device for Hdd {
             }
             Work::Write => {}
         }
-        self.complete_flushes(now, out);
+        // An idle drive completes a waiting flush in `kick`.
         self.kick(now, out);
     }
 

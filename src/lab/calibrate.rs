@@ -842,25 +842,13 @@ impl Fitter {
     /// hook probe's simulated IOPS under [`HOOK_SCHEDULER`] meet `target`,
     /// with the fitted costs otherwise unchanged; (speed, simulated point).
     fn fit_hook_speed(&mut self, params: &Params, target: f64) -> (f64, Point) {
-        let base = self.cpu.clone().unwrap_or_default();
-        let with = |h: f64| CpuCosts {
-            hook_speed: Some(h),
-            ..base.clone()
-        };
-        let (mut lo, mut hi) = (HOOK_SPEED_MIN.ln(), HOOK_SPEED_MAX.ln());
-        for _ in 0..10 {
-            let mid = (lo + hi) / 2.0;
-            self.cpu = Some(with(mid.exp()));
-            let pt = self.simulate_probe_under(params, &HOOK_PROBE, HOOK_SCHEDULER);
-            if pt.main().iops < target {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        let speed = ((((lo + hi) / 2.0).exp() * 1000.0).round() / 1000.0)
-            .clamp(HOOK_SPEED_MIN, HOOK_SPEED_MAX);
-        self.cpu = Some(with(speed));
+        let speed = self.bisect_speed(
+            params,
+            (&HOOK_PROBE, HOOK_SCHEDULER),
+            target,
+            (HOOK_SPEED_MIN, HOOK_SPEED_MAX),
+            |c, h| c.hook_speed = Some(h),
+        );
         let pt = self.simulate_probe_under(params, &HOOK_PROBE, HOOK_SCHEDULER);
         (speed, pt)
     }
@@ -869,24 +857,45 @@ impl Fitter {
     /// until the first page-cache probe's simulated IOPS meet `target`;
     /// leaves `self.cpu` at the speed found.
     fn fit_cache_speed(&mut self, params: &Params, target: f64) -> f64 {
+        self.bisect_speed(
+            params,
+            (&CACHE_PROBES[0], "none"),
+            target,
+            (HOST_SPEED_MIN, HOST_SPEED_MAX),
+            |c, v| c.cache_speed = Some(v),
+        )
+    }
+
+    /// Bisect one `[cpu]` speed (on a log scale over `[min, max]`, the
+    /// other costs unchanged) until the probe's simulated IOPS under its
+    /// scheduler meet `target`; leaves `self.cpu` at the speed found,
+    /// rounded to 0.001.
+    fn bisect_speed(
+        &mut self,
+        params: &Params,
+        (probe, scheduler): (&Probe, &str),
+        target: f64,
+        (min, max): (f64, f64),
+        set: impl Fn(&mut CpuCosts, f64),
+    ) -> f64 {
         let base = self.cpu.clone().unwrap_or_default();
-        let with = |c: f64| CpuCosts {
-            cache_speed: Some(c),
-            ..base.clone()
+        let with = |v: f64| {
+            let mut c = base.clone();
+            set(&mut c, v);
+            c
         };
-        let (mut lo, mut hi) = (HOST_SPEED_MIN.ln(), HOST_SPEED_MAX.ln());
+        let (mut lo, mut hi) = (min.ln(), max.ln());
         for _ in 0..12 {
             let mid = (lo + hi) / 2.0;
             self.cpu = Some(with(mid.exp()));
-            let pt = self.simulate_probe(params, &CACHE_PROBES[0]);
+            let pt = self.simulate_probe_under(params, probe, scheduler);
             if pt.main().iops < target {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        let speed = ((((lo + hi) / 2.0).exp() * 1000.0).round() / 1000.0)
-            .clamp(HOST_SPEED_MIN, HOST_SPEED_MAX);
+        let speed = ((((lo + hi) / 2.0).exp() * 1000.0).round() / 1000.0).clamp(min, max);
         self.cpu = Some(with(speed));
         speed
     }

@@ -109,27 +109,14 @@ impl Config {
                 .into());
             }
         }
-        let mut machine = spec.machine.clone();
-        let mut cache_machine = spec.machine.clone();
-        if let Some(c) = profile.cpu.as_ref().and_then(|c| c.cache_speed) {
-            cache_machine.cpu_speed *= c;
-            cache_machine.validate().map_err(|e| {
-                InputError::new(
-                    "cpu-speed",
-                    format!("{e} (with the profile's cpu.cache_speed {c})"),
-                )
-            })?;
-        }
-        if let Some(h) = profile.cpu.as_ref().and_then(|c| c.host_speed) {
-            // The profile's host CPUs; --cpu-speed is relative to them.
-            machine.cpu_speed *= h;
-            machine.validate().map_err(|e| {
-                InputError::new(
-                    "cpu-speed",
-                    format!("{e} (with the profile's cpu.host_speed {h})"),
-                )
-            })?;
-        }
+        // The profile's host CPUs; --cpu-speed is relative to them. A
+        // buffered job's calls run at the profile's cache speed instead.
+        let speeds = profile.cpu.as_ref();
+        let machine = at_profile_speed(&spec.machine, speeds.and_then(|c| c.host_speed), "host")?;
+        let cache_machine = match speeds.and_then(|c| c.cache_speed) {
+            Some(c) => at_profile_speed(&spec.machine, Some(c), "cache")?,
+            None => machine.clone(),
+        };
         let mount = match &spec.mount {
             Some(m) => Some((
                 MountOptions::parse_mount(m).map_err(|e| InputError::new("mount", e))?,
@@ -144,11 +131,7 @@ impl Config {
             profile,
             settings,
             seed: spec.seed,
-            cache_machine: if cache_machine.cpu_speed == spec.machine.cpu_speed {
-                machine.clone()
-            } else {
-                cache_machine
-            },
+            cache_machine,
             machine,
             max_runtime: spec.max_runtime_ns,
             switches,
@@ -954,6 +937,22 @@ impl Simulation {
 
 /// Mount ext4 over the page cache's files: a file is laid out with data
 /// when some job reads it (fio writes it first), else fallocated.
+/// `machine` with its CPU speed multiplied by a profile's `[cpu]
+/// {what}_speed`, when it has one; the product must stay in range.
+fn at_profile_speed(machine: &Machine, speed: Option<f64>, what: &str) -> Result<Machine, Error> {
+    let mut m = machine.clone();
+    if let Some(f) = speed {
+        m.cpu_speed *= f;
+        m.validate().map_err(|e| {
+            InputError::new(
+                "cpu-speed",
+                format!("{e} (with the profile's cpu.{what}_speed {f})"),
+            )
+        })?;
+    }
+    Ok(m)
+}
+
 fn mount(
     opts: &MountOptions,
     cache: &PageCache,

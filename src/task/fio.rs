@@ -350,12 +350,25 @@ impl FioJob {
         cache.take_dirty_range(file, first, end, &mut runs);
         cache.invalidate(file, first, end);
         for &(s, e) in &runs {
-            if let Some(fs) = cx.fs.as_deref_mut() {
-                fs.writeback(file, s, e, cx.now);
-            }
-            self.queue_cache_bios(max_sectors, file, s, e, CacheIo::Writeback);
+            self.write_back_run(cx, max_sectors, (file, s, e), CacheIo::Writeback);
         }
         self.missing = runs;
+    }
+
+    /// Pages `[s, e)` of `file`, just put under writeback, go to the device:
+    /// the file system's part first (ext4 allocates delayed blocks), then
+    /// the job's bios.
+    fn write_back_run(
+        &mut self,
+        cx: &mut TaskCx,
+        max: u64,
+        (file, s, e): (u32, u64, u64),
+        io: CacheIo,
+    ) {
+        if let Some(fs) = cx.fs.as_deref_mut() {
+            fs.writeback(file, s, e, cx.now);
+        }
+        self.queue_cache_bios(max, file, s, e, io);
     }
 
     /// A file began a new pass: as at open, `invalidate` drops its clean
@@ -1360,7 +1373,6 @@ impl FioJob {
     /// and goes on once none is. Runs inside a call started with `cpu_begin`.
     fn fsync_progress(&mut self, task: &mut Task, cx: &mut TaskCx) {
         let Some(slot) = self.sync_wait else { return };
-        let now = cx.now;
         let max_sectors = cx.block.max_sectors().max(8) as u64;
         let mut runs = std::mem::take(&mut self.missing);
         let mut writes = std::mem::take(&mut self.sync_runs);
@@ -1408,11 +1420,8 @@ impl FioJob {
             cache.wait_writeback(task.id);
         }
         self.missing = runs;
-        for &(file, s, e) in &writes {
-            if let Some(fs) = cx.fs.as_deref_mut() {
-                fs.writeback(file, s, e, now);
-            }
-            self.queue_cache_bios(max_sectors, file, s, e, CacheIo::SyncWrite);
+        for &run in &writes {
+            self.write_back_run(cx, max_sectors, run, CacheIo::SyncWrite);
         }
         self.sync_runs = writes;
         if !busy {
