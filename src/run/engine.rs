@@ -935,8 +935,6 @@ impl Simulation {
     }
 }
 
-/// Mount ext4 over the page cache's files: a file is laid out with data
-/// when some job reads it (fio writes it first), else fallocated.
 /// `machine` with its CPU speed multiplied by a profile's `[cpu]
 /// {what}_speed`, when it has one; the product must stay in range.
 fn at_profile_speed(machine: &Machine, speed: Option<f64>, what: &str) -> Result<Machine, Error> {
@@ -953,6 +951,8 @@ fn at_profile_speed(machine: &Machine, speed: Option<f64>, what: &str) -> Result
     Ok(m)
 }
 
+/// Mount ext4 over the page cache's files: a file is laid out with data
+/// when some job reads it (fio writes it first), else fallocated.
 fn mount(
     opts: &MountOptions,
     cache: &PageCache,
