@@ -170,6 +170,9 @@ pub struct Era {
     /// BFQ) runs only the current CPU's hardware queue and those with
     /// requests on their dispatch list (5.12), not every one.
     pub sq_sched_one_hctx: bool,
+    /// A scheduler's shallow tag depth (`limit_depth`) counts bits of the
+    /// whole tag bitmap, split over its words (6.17), not bits per word.
+    pub shallow_whole_map: bool,
 }
 
 /// One behaviour that changed: from `since` on it is `after`, before it
@@ -259,6 +262,14 @@ pub static CHANGES: &[Change] = &[
         source: "block/blk-mq.c blk_mq_run_hw_queues, blk_mq_get_sq_hctx (commit b6e68ee82585, merged for 5.12)",
         apply: |e, on| e.sq_sched_one_hctx = on,
     },
+    Change {
+        since: Version::new(6, 17, 0),
+        what: "shallow depth of a scheduler-tag allocation (limit_depth)",
+        before: "bits per bitmap word: a depth of 1 allows one tag in each word",
+        after: "bits of the whole bitmap, split over the words: a depth of 1 is tag 0",
+        source: "lib/sbitmap.c __map_depth_with_shallow (commit 'lib/sbitmap: convert shallow_depth from one word to the whole sbitmap', Yu Kuai, merged for 6.17)",
+        apply: |e, on| e.shallow_whole_map = on,
+    },
 ];
 
 impl Era {
@@ -273,6 +284,7 @@ impl Era {
             ata_queue_depth: 31,
             sched_depth: SchedDepth::Fixed256,
             sq_sched_one_hctx: false,
+            shallow_whole_map: false,
         };
         for c in CHANGES {
             (c.apply)(&mut e, v >= c.since);

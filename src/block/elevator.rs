@@ -50,6 +50,11 @@ pub struct QueueInfo {
     /// The kernel version the queue runs as (`--kernel`; crate::kernel):
     /// schedulers whose algorithm changed between versions read it.
     pub kernel: crate::kernel::Version,
+    /// Bits per word of the scheduler-tag bitmap (`1 << sb.shift`).
+    pub tag_bits_per_word: u32,
+    /// Before v6.17 a shallow depth (`limit_depth`) counts bits per word of
+    /// the tag bitmap; from v6.17 bits of the whole map (block/sbitmap.rs).
+    pub shallow_per_word: bool,
 }
 
 impl QueueInfo {
@@ -83,6 +88,19 @@ impl QueueInfo {
             hctx_nr_ctx,
             hctx_first_cpu,
             kernel: crate::kernel::NEWEST,
+            tag_bits_per_word: 1 << crate::block::sbitmap::word_shift(nr_requests),
+            shallow_per_word: false,
+        }
+    }
+
+    /// The unit of a shallow depth in this kernel: the bits of one tag
+    /// word before v6.17, the whole `nr_requests` from v6.17. Schedulers
+    /// scale their depth limits from it as the kernel's did.
+    pub fn shallow_base(&self) -> u32 {
+        if self.shallow_per_word {
+            self.tag_bits_per_word
+        } else {
+            self.nr_requests
         }
     }
 
@@ -299,6 +317,13 @@ pub trait Elevator {
     fn init(&mut self, _q: &QueueInfo) {}
     /// `nr_requests` changed (`depth_updated`).
     fn depth_updated(&mut self, _q: &QueueInfo) {}
+    /// The smallest shallow depth `limit_depth` may return, as its
+    /// `depth_updated` tells the tag bitmap
+    /// (`sbitmap_queue_min_shallow_depth`): it sets how many sleepers a
+    /// batch of freed tags wakes. Asked after `depth_updated`.
+    fn min_shallow_depth(&self) -> u32 {
+        u32::MAX
+    }
 
     // ----- sysfs (both) ------------------------------------------------------
 

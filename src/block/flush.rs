@@ -426,7 +426,7 @@ mod machine_tests {
             .bl
             .hctxs
             .iter()
-            .all(|x| x.driver_tags == 0 && x.sched_tags == 0));
+            .all(|x| x.driver_tags == 0 && x.sched_map.as_ref().is_none_or(|m| m.busy() == 0)));
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod legacy;
 mod merge;
 pub mod request;
 pub mod rq_qos;
+pub mod sbitmap;
 pub mod stat;
 pub mod sysfs;
 #[cfg(test)]
@@ -37,6 +38,7 @@ use elevator::{CoreSide, Elevator, ElevatorType, Features, Hook, QueueInfo, Sche
 use knobs::{QueueKnobs, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
 use request::{flags, Op, Request, RequestArena, RqId, NIL};
 use rq_qos::{RqQos, TaskStage, Throttle};
+use sbitmap::{ShallowRule, TagMap, WakeBatch};
 use stat::DiskStats;
 use std::collections::VecDeque;
 
@@ -146,9 +148,12 @@ struct Hctx {
     /// Round-robin cursor over ctxs when busy (`dispatch_from`).
     dispatch_from: usize,
     driver_tags: u32,
-    sched_tags: u32,
+    /// Scheduler tags (`hctx->sched_tags`), with a blk-mq elevator.
+    sched_map: Option<TagMap>,
     /// Tasks sleeping for a tag on this hctx, FIFO.
     tag_waiters: VecDeque<u32>,
+    /// How many of them a freed tag wakes (`sbitmap_queue_wake_up`).
+    tag_wake: WakeBatch,
     /// `dispatch_busy` EWMA (weight 8, busy sample 16).
     dispatch_busy: u32,
     /// A delayed run is scheduled at this time.
@@ -176,8 +181,9 @@ impl Hctx {
             ctx_pending: 0,
             dispatch_from: 0,
             driver_tags: 0,
-            sched_tags: 0,
+            sched_map: None,
             tag_waiters: VecDeque::new(),
+            tag_wake: WakeBatch::new(1, 0, ShallowRule::WholeMap, u32::MAX),
             dispatch_busy: 0,
             delayed_run: None,
             held: None,
@@ -272,6 +278,11 @@ pub struct BlockLayer {
     /// Counted per pid (hundreds may wait at once); `tag_woken_n` is the sum.
     tag_woken: Vec<u32>,
     tag_woken_n: u32,
+    /// The shallow depth each task sleeping for a scheduler tag was given
+    /// (`data->shallow_depth`: `blk_mq_get_tag` retries with it and does
+    /// not ask `limit_depth` again), per pid: 0 none kept, `u32::MAX` the
+    /// full depth.
+    tag_sleep_depth: Vec<u32>,
     cgroups: CgroupTree,
     /// `iosched/NAME=VALUE` settings applied to every scheduler that has NAME.
     iosched_settings: Vec<(String, String)>,
@@ -411,6 +422,7 @@ impl BlockLayer {
             freeze_waiters: Vec::new(),
             tag_woken: Vec::new(),
             tag_woken_n: 0,
+            tag_sleep_depth: Vec::new(),
             cgroups,
             iosched_settings,
             stats: DiskStats::default(),
@@ -496,6 +508,12 @@ impl BlockLayer {
         q.nomerges = nomerges;
         q.max_sectors = max_sectors;
         q.kernel = self.era.version;
+        // The scheduler tags are allocated at the default depth; a larger
+        // nr_requests reallocates them, a smaller one resizes them and
+        // keeps the word size (blk_mq_tag_update_depth).
+        let tag_alloc_depth = nr_requests.max(default_nr);
+        q.tag_bits_per_word = 1 << sbitmap::word_shift(tag_alloc_depth);
+        q.shallow_per_word = !self.era.shallow_whole_map;
         self.q = q;
         self.hctxs = self
             .q
@@ -524,6 +542,7 @@ impl BlockLayer {
                 }
             }
         }
+        self.attach_tags(tag_alloc_depth, t.is_legacy());
         for b in self.hash.iter_mut() {
             b.clear();
         }
@@ -531,6 +550,33 @@ impl BlockLayer {
         debug_assert!(self.core.dispatch.is_empty());
         self.legacy = legacy::LegacyQueue::new(nr_requests);
         Ok(())
+    }
+
+    /// Tags for the attached configuration: a scheduler-tag bitmap per
+    /// hardware queue with a blk-mq elevator, and the wake batch of
+    /// whichever tags a submitter sleeps for (the driver tags without an
+    /// elevator). The legacy core has request pools instead.
+    fn attach_tags(&mut self, alloc_depth: u32, legacy: bool) {
+        let rule = if self.era.shallow_whole_map {
+            ShallowRule::WholeMap
+        } else {
+            ShallowRule::PerWord
+        };
+        let min_shallow = self
+            .elv
+            .as_ref()
+            .map_or(u32::MAX, |e| e.min_shallow_depth());
+        for h in self.hctxs.iter_mut() {
+            if self.elv.is_some() && !legacy {
+                let map = TagMap::new(self.q.nr_requests, alloc_depth, self.nr_cpus, rule);
+                h.tag_wake = map.wake_batch(min_shallow);
+                h.sched_map = Some(map);
+            } else {
+                let depth = self.q.nr_requests.min(self.q.queue_depth);
+                h.tag_wake = WakeBatch::new(depth, sbitmap::word_shift(depth), rule, u32::MAX);
+                h.sched_map = None;
+            }
+        }
     }
 
     pub fn queue_info(&self) -> &QueueInfo {
@@ -666,11 +712,15 @@ impl BlockLayer {
         mut plug: Option<&mut Plug>,
     ) -> SubmitResult {
         let mut entered = false;
+        // The shallow depth of an allocation that slept for a tag (None:
+        // not decided yet; `limit_depth` decides it once per allocation).
+        let mut shallow: Option<Option<u32>> = None;
         if self.tag_woken_n > 0 {
             if let Some(n) = self.tag_woken.get_mut(b.pid as usize).filter(|n| **n > 0) {
                 *n -= 1;
                 self.tag_woken_n -= 1;
                 entered = true;
+                shallow = self.take_sleep_depth(b.pid);
             }
         }
         if self.frozen && !entered && !self.qos_holds(b.pid) {
@@ -719,7 +769,7 @@ impl BlockLayer {
             }
             return SubmitResult::Sleep(BlockWait::RqQos);
         }
-        let rq = match self.alloc_request(env, b, hctx) {
+        let rq = match self.alloc_request(env, b, hctx, &mut shallow) {
             Some(rq) => rq,
             None if self.elv_props.legacy => {
                 self.legacy_sleep(env, b, plug);
@@ -731,10 +781,11 @@ impl BlockLayer {
                 if let Some(p) = plug.as_deref_mut() {
                     self.flush_plug(env, p, true);
                 }
-                match self.alloc_request(env, b, hctx) {
+                match self.alloc_request(env, b, hctx, &mut shallow) {
                     Some(rq) => rq,
                     None => {
                         self.hctxs[hctx].tag_waiters.push_back(b.pid);
+                        self.keep_sleep_depth(b.pid, shallow);
                         return SubmitResult::Sleep(BlockWait::Tag);
                     }
                 }
@@ -806,10 +857,19 @@ impl BlockLayer {
     }
 
     /// Take a tag and set the request up (`blk_mq_get_new_requests`).
+    /// `shallow` is the allocation's shallow depth once decided: the
+    /// scheduler's `limit_depth` is asked only while it is None.
     #[inline(always)]
-    fn alloc_request(&mut self, env: &mut Env, b: &BioSubmit, hctx: usize) -> Option<RqId> {
+    fn alloc_request(
+        &mut self,
+        env: &mut Env,
+        b: &BioSubmit,
+        hctx: usize,
+        shallow: &mut Option<Option<u32>>,
+    ) -> Option<RqId> {
         let bypass = b.op == Op::Flush || b.flags & flags::PASSTHROUGH != 0;
         let cpu = self.cpu_index(b.cpu);
+        let mut sched_tag = 0;
         match &self.elv {
             Some(_) if self.elv_props.legacy => {
                 if !self.legacy_get_request(env, b) {
@@ -817,17 +877,25 @@ impl BlockLayer {
                 }
             }
             Some(_) => {
-                let mut depth = self.q.nr_requests;
-                if !bypass {
-                    let info = merge::bio_info(b, hctx as u16);
-                    if let Some(s) = self.with_elv(env, |e, ctx| e.limit_depth(ctx, &info)) {
-                        depth = depth.min(s.max(1));
+                let depth = match *shallow {
+                    Some(d) => d,
+                    None => {
+                        let d = if bypass {
+                            None
+                        } else {
+                            let info = merge::bio_info(b, hctx as u16);
+                            self.with_elv(env, |e, ctx| e.limit_depth(ctx, &info))
+                                .map(|s| s.max(1))
+                        };
+                        *shallow = Some(d);
+                        d
                     }
-                }
-                if self.hctxs[hctx].sched_tags >= depth {
-                    return None;
-                }
-                self.hctxs[hctx].sched_tags += 1;
+                };
+                let map = self.hctxs[hctx]
+                    .sched_map
+                    .as_mut()
+                    .expect("sched tags with an elevator");
+                sched_tag = map.get(cpu as usize, depth)? as u16;
             }
             None => {
                 if self.hctxs[hctx].driver_tags >= self.q.nr_requests.min(self.q.queue_depth) {
@@ -863,6 +931,7 @@ impl BlockLayer {
             pid: b.pid,
             cpu,
             hctx: hctx as u16,
+            sched_tag,
             start_ns: env.now,
             ..Request::empty()
         });
@@ -1670,17 +1739,40 @@ impl BlockLayer {
             self.rqs.free(rq);
             return;
         }
-        if self.elv.is_some() {
-            self.hctxs[hctx].sched_tags -= 1;
-        }
+        let (tag, cpu) = (self.rqs[rq].sched_tag, self.rqs[rq].cpu);
         self.rqs.free(rq);
-        if let Some(pid) = self.hctxs[hctx].tag_waiters.pop_front() {
+        let h = &mut self.hctxs[hctx];
+        if let Some(map) = h.sched_map.as_mut() {
+            map.put(u32::from(tag), cpu as usize);
+        }
+        for _ in 0..h.tag_wake.on_free(h.tag_waiters.len()) {
+            let pid = self.hctxs[hctx].tag_waiters.pop_front().expect("counted");
             if self.tag_woken.len() <= pid as usize {
                 self.tag_woken.resize(pid as usize + 1, 0);
             }
             self.tag_woken[pid as usize] += 1;
             self.tag_woken_n += 1;
             env.woken.push(pid);
+        }
+    }
+
+    /// Remember the shallow depth of `pid`'s allocation while it sleeps.
+    fn keep_sleep_depth(&mut self, pid: u32, shallow: Option<Option<u32>>) {
+        let Some(depth) = shallow else { return };
+        if self.tag_sleep_depth.len() <= pid as usize {
+            self.tag_sleep_depth.resize(pid as usize + 1, 0);
+        }
+        self.tag_sleep_depth[pid as usize] = depth.unwrap_or(u32::MAX);
+    }
+
+    /// The shallow depth `pid` slept with, if any (and forget it).
+    fn take_sleep_depth(&mut self, pid: u32) -> Option<Option<u32>> {
+        let kept = self.tag_sleep_depth.get_mut(pid as usize)?;
+        let depth = std::mem::take(kept);
+        match depth {
+            0 => None,
+            u32::MAX => Some(None),
+            d => Some(Some(d)),
         }
     }
 

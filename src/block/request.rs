@@ -130,6 +130,8 @@ pub struct Request {
     pub cpu: u16,
     /// Hardware queue the request belongs to.
     pub hctx: u16,
+    /// Its scheduler tag (`rq->internal_tag`), with an elevator attached.
+    pub sched_tag: u16,
     /// Earliest submission time of its bios (`start_time_ns`).
     pub start_ns: Ns,
     /// When the request was inserted into the elevator / queue.
@@ -181,6 +183,7 @@ impl Request {
             bio_head: u32::MAX,
             bio_tail: u32::MAX,
             nr_bios: 0,
+            sched_tag: 0,
             flush_seq: 0,
             qos: 0,
             gen: 0,

@@ -398,6 +398,11 @@ impl Elevator for MqDeadline {
         self.async_depth = q.nr_requests.max(1);
     }
 
+    /// dd_depth_updated (v6.10+): `async_depth` may be set as low as 1.
+    fn min_shallow_depth(&self) -> u32 {
+        1
+    }
+
     fn limit_depth(&mut self, _ctx: &mut SchedCtx, bio: &BioInfo) -> Option<u32> {
         // dd_limit_depth: synchronous reads are never throttled; every other
         // scheduler request (including sync writes) gets async_depth. Reads

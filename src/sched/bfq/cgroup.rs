@@ -7,7 +7,7 @@
 use super::rbtree::{RbRoot, NIL};
 use super::wf2q::CLASS_BE;
 use super::{Bfq, T};
-use crate::block::elevator::BioInfo;
+use crate::block::elevator::{BioInfo, QueueInfo};
 use crate::cgroup::{CgroupTree, WeightPolicy, IOPRIO_NR_LEVELS};
 
 /// `struct bfq_group`.
@@ -140,30 +140,43 @@ impl Bfq {
         false
     }
 
-    /// `bfq_limit_depth`.
-    pub(super) fn limit_depth_of(&mut self, bio: &BioInfo, nr_requests: u32) -> Option<u32> {
+    /// `bfq_limit_depth`: the shallow depth of a scheduler-tag allocation.
+    /// The cap of a queue and its groups is counted in tags of the whole
+    /// queue; the depth handed out is in the kernel's shallow unit (bits
+    /// per tag word before v6.17, of the whole map from v6.17), and 1 once
+    /// some level is over its cap.
+    pub(super) fn limit_depth_of(&mut self, bio: &BioInfo, q: &QueueInfo) -> Option<u32> {
         let sync = bio.is_sync();
         let write = bio.op.is_write();
-        let mut limit = if sync && !write {
-            nr_requests
+        let (limit, mut shallow) = if sync && !write {
+            (q.nr_requests, None)
         } else {
-            self.async_depths[usize::from(self.wf.wr_busy_queues > 0)][usize::from(sync)]
+            let (wr, s) = (usize::from(self.wf.wr_busy_queues > 0), usize::from(sync));
+            (self.async_depths[wr][s], Some(self.shallow_depths[wr][s]))
         };
         let bic = self.bic_lookup(bio.pid);
         if bic != NIL {
-            let q = self.bics[bic as usize].bfqq[usize::from(sync)];
-            if q != NIL && self.request_over_limit(q, limit) {
-                limit = 1;
+            let bfqq = self.bics[bic as usize].bfqq[usize::from(sync)];
+            if bfqq != NIL && self.request_over_limit(bfqq, limit) {
+                shallow = Some(1);
             }
         }
-        (limit < nr_requests).then_some(limit)
+        shallow.filter(|&d| d < q.nr_requests)
     }
 
-    /// `bfq_update_depths`.
-    pub(super) fn update_depths(&mut self, nr_requests: u32) {
-        self.async_depths[0][0] = (nr_requests >> 1).max(1);
-        self.async_depths[0][1] = ((nr_requests * 3) >> 2).max(1);
-        self.async_depths[1][0] = ((nr_requests * 3) >> 4).max(1);
-        self.async_depths[1][1] = ((nr_requests * 6) >> 4).max(1);
+    /// `bfq_update_depths`: ½ and ¾ of the tags for async and sync writes,
+    /// 3/16 and 6/16 while some queue is weight-raised. The caps count
+    /// whole-queue tags (`nr_requests`); the shallow depths are the same
+    /// fractions of the kernel's shallow unit (before v6.17 one tag word,
+    /// `word_depths` scaled by `1 << sb.shift`).
+    pub(super) fn update_depths(&mut self, q: &QueueInfo) {
+        let fractions = |base: u32| {
+            [
+                [(base >> 1).max(1), ((base * 3) >> 2).max(1)],
+                [((base * 3) >> 4).max(1), ((base * 6) >> 4).max(1)],
+            ]
+        };
+        self.async_depths = fractions(q.nr_requests);
+        self.shallow_depths = fractions(q.shallow_base());
     }
 }

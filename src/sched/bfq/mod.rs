@@ -224,7 +224,10 @@ pub struct Bfq {
     pub(crate) wr_max_softrt_rate: i64,
     pub(crate) large_burst_thresh: u32,
     pub(crate) burst_interval: i64,
+    /// Tag caps per [weight-raised][sync], in tags of the whole queue.
     pub(crate) async_depths: [[u32; 2]; 2],
+    /// The same as shallow depths, in the era's shallow unit.
+    pub(crate) shallow_depths: [[u32; 2]; 2],
     /// Tree steps charged so far (statistics).
     pub(crate) total_steps: u64,
     /// When the last hook ran (sysfs stores see no clock).
@@ -325,6 +328,7 @@ impl Bfq {
             large_burst_thresh: 8,
             burst_interval: ms_j(180),
             async_depths: [[1; 2]; 2],
+            shallow_depths: [[1; 2]; 2],
             total_steps: 0,
             last_now: t,
             out_timer: None,
@@ -448,7 +452,7 @@ impl Bfq {
             self.initialised = true;
             self.set_device(q.rotational, T::at(0));
             self.nr_requests = q.nr_requests;
-            self.update_depths(q.nr_requests);
+            self.update_depths(q);
         }
         self.rotational = q.rotational;
     }
@@ -1473,7 +1477,12 @@ impl Elevator for Bfq {
         self.idle_memo = None;
         self.ensure_init(q);
         self.nr_requests = q.nr_requests;
-        self.update_depths(q.nr_requests);
+        self.update_depths(q);
+    }
+
+    /// `bfq_depth_updated`: a group over its cap gets a depth of 1.
+    fn min_shallow_depth(&self) -> u32 {
+        1
     }
 
     fn tunables(&self) -> Vec<Tunable> {
@@ -1487,7 +1496,7 @@ impl Elevator for Bfq {
 
     fn limit_depth(&mut self, ctx: &mut SchedCtx, bio: &BioInfo) -> Option<u32> {
         self.ensure_init(ctx.q);
-        let r = self.limit_depth_of(bio, ctx.q.nr_requests);
+        let r = self.limit_depth_of(bio, ctx.q);
         self.flush(ctx);
         r
     }

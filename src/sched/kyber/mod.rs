@@ -675,8 +675,16 @@ impl Elevator for Kyber {
     /// `kyber_depth_updated`: async_depth = 75 % of nr_requests (v6.17).
     /// (v4.12 took 75 % of one sched-tag bitmap word, a per-word shallow
     /// depth: the same share of the whole bitmap.)
+    /// `kyber_depth_updated`: 75% of the tags for async requests, of one
+    /// tag word before v6.17 (`(1 << sb.shift) * KYBER_ASYNC_PERCENT`), of
+    /// the whole map from v6.17.
     fn depth_updated(&mut self, q: &QueueInfo) {
-        self.async_depth = q.nr_requests * ASYNC_PERCENT / 100;
+        self.async_depth = q.shallow_base() * ASYNC_PERCENT / 100;
+    }
+
+    /// `kyber_depth_updated` tells the bitmap its async depth.
+    fn min_shallow_depth(&self) -> u32 {
+        self.async_depth
     }
 
     fn tunables(&self) -> Vec<Tunable> {
