@@ -100,6 +100,8 @@ pub struct MqDeadline {
     prio_aging_expire: i32,
     /// `nr_requests` at the last init/depth update (async_depth's default).
     nr_requests: u32,
+    /// What `dd_depth_updated` tells the tag bitmap (see `min_shallow_depth`).
+    min_shallow: u32,
     /// Requests held in any list (has_work in O(1); equals `held()`).
     nr_held: u32,
 }
@@ -135,6 +137,7 @@ impl MqDeadline {
             async_depth: 0,
             prio_aging_expire: msecs_to_jiffies(DEFAULT_PRIO_AGING_EXPIRE_MS as i64) as i32,
             nr_requests: 0,
+            min_shallow: u32::MAX,
             nr_held: 0,
         }
     }
@@ -396,11 +399,23 @@ impl Elevator for MqDeadline {
         // user-set value; minimum shallow depth 1.
         self.nr_requests = q.nr_requests;
         self.async_depth = q.nr_requests.max(1);
+        // The smallest shallow depth it may ask for: 1 from v6.10 (the
+        // sysfs async_depth may be that low); 5.14-6.9 the default async
+        // depth, ¾ of nr_requests (commit "mq-deadline: Reserve 25% of
+        // scheduler tags for synchronous requests"); before 5.14 it did
+        // not limit depths at all.
+        use crate::kernel::Version;
+        self.min_shallow = if q.kernel >= Version::new(6, 10, 0) {
+            1
+        } else if q.kernel >= Version::new(5, 14, 0) {
+            (3 * q.nr_requests / 4).max(1)
+        } else {
+            u32::MAX
+        };
     }
 
-    /// dd_depth_updated (v6.10+): `async_depth` may be set as low as 1.
     fn min_shallow_depth(&self) -> u32 {
-        1
+        self.min_shallow
     }
 
     fn limit_depth(&mut self, _ctx: &mut SchedCtx, bio: &BioInfo) -> Option<u32> {
@@ -704,6 +719,18 @@ mod tests {
         assert_eq!(h.dispatch(), Some(host));
         h.finish(host);
         assert_eq!(h.sched.queued(BE), 0);
+    }
+
+    #[test]
+    fn the_smallest_shallow_depth_follows_the_kernel() {
+        use crate::kernel::Version;
+        let mut s = MqDeadline::new();
+        let mut q = QueueInfo::new(1, 1, 32, 256);
+        for (v, want) in [((6, 10), 1), ((6, 9), 192), ((5, 13), u32::MAX)] {
+            q.kernel = Version::new(v.0, v.1, 0);
+            s.depth_updated(&q);
+            assert_eq!(s.min_shallow_depth(), want, "{v:?}");
+        }
     }
 
     #[test]
