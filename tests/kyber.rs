@@ -120,8 +120,8 @@ fn e2_as_published_reader_latency_3x_lower_and_writers_lose() {
     // while writes are good, and every such window takes 1/8 to 1/2 of the
     // sync-write domain's depth, which nothing gives back while both are
     // good; the depth falls over minutes, so the job runs 300 s. Measured:
-    // none 1135 us, kyber 310 us (3.7x); writers 39025 vs 37331 IOPS. (The
-    // 6.17 algorithm on sata-ssd: 1.77x, see below.)
+    // none 1129 us, kyber 328 us (3.45x); writers 38641 vs 35339 IOPS. (The
+    // 6.17 algorithm on sata-ssd: 1.60x, see below.)
     let ((read_none, read_kyber), (w_none, w_kyber)) =
         e2_pair_in(Some("4.12"), E2_PUBLISHED, E2_DEVICE, &[]);
     assert!(
@@ -135,7 +135,7 @@ fn e2_as_published_reader_latency_3x_lower_and_writers_lose() {
 fn e2_v617_on_sata_ssd_gains_less_than_v412() {
     // The 6.17 heuristics never see a domain's I/O p90 over target on the
     // sata-ssd model (reads are fast at the drive): what reads gain is the
-    // batching of dispatch by domain, 1.77x (none 1224 us, kyber 691 us).
+    // batching of dispatch by domain, 1.60x (none 1105 us, kyber 691 us).
     let ((read_none, read_kyber), _) = e2_pair(&[]);
     assert!(read_kyber < read_none && read_none < 3.0 * read_kyber);
 }
@@ -143,7 +143,7 @@ fn e2_v617_on_sata_ssd_gains_less_than_v412() {
 /// With both targets at 1 s, 4.12's kyber never opens a statistics window,
 /// so its depths stay at 256/128 and what is left is domain batching under
 /// the 4.11-4.14 dispatch loop with kblockd's coalesced re-runs: reads
-/// 0.953 ms against none's 1.135 ms (-16 %).
+/// 1.013 ms against none's 1.129 ms (-10 %).
 #[test]
 fn e2_with_one_second_targets_behaves_like_none() {
     let sets = [
