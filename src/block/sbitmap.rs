@@ -193,12 +193,12 @@ impl TagMap {
         }
     }
 
-    /// `sbitmap_queue_get` / `sbitmap_queue_get_shallow` on `cpu`: a free
-    /// tag within `shallow` (None: the full depth), or None if every usable
-    /// bit is taken.
+    /// `sbitmap_queue_get` / `sbitmap_queue_get_shallow` on `cpu` (below
+    /// the map's CPU count): a free tag within `shallow` (None: the full
+    /// depth), or None if every usable bit is taken.
+    #[inline]
     pub fn get(&mut self, cpu: usize, shallow: Option<u32>) -> Option<u32> {
         let shallow = shallow.unwrap_or(self.depth);
-        let cpu = cpu % self.hints.len();
         // update_alloc_hint_before_get (a hint past a shrunk depth).
         let mut hint = self.hints[cpu];
         if hint >= self.depth {
@@ -267,6 +267,7 @@ impl TagMap {
     /// `sbitmap_queue_clear`: the tag's bit is deferred, and it becomes the
     /// hint of the CPU that submitted the request (the caller wakes
     /// sleepers through its [`WakeBatch`]).
+    #[inline]
     pub fn put(&mut self, tag: u32, cpu: usize) {
         let index = (tag >> self.shift) as usize;
         let bit = 1u64 << (tag & ((1 << self.shift) - 1));
@@ -276,8 +277,7 @@ impl TagMap {
         );
         self.cleared[index] |= bit;
         self.busy -= 1;
-        let n = self.hints.len();
-        self.hints[cpu % n] = tag;
+        self.hints[cpu] = tag;
     }
 }
 
