@@ -277,6 +277,22 @@ fn async_requests_get_half_the_tags_and_sync_writes_three_quarters() {
     assert_eq!(h.limit_depth(Op::Read, true), None);
 }
 
+/// Before 6.17 a shallow depth counts bits of each tag word: with 256
+/// tags in four 64-bit words, ¾ is 48 bits per word (`word_depths`).
+#[test]
+fn before_6_17_the_depths_are_per_tag_word() {
+    let mut q = QueueInfo::new(2, 1, 128, 256);
+    q.tag_bits_per_word = 64;
+    q.shallow_per_word = true;
+    let mut h = Harness::with_queue(Bfq::new(), q);
+    assert_eq!(h.limit_depth(Op::Write, false), Some(32));
+    assert_eq!(h.limit_depth(Op::Write, true), Some(48));
+    let mut q = QueueInfo::new(2, 1, 128, 256);
+    q.shallow_per_word = false;
+    let mut h = Harness::with_queue(Bfq::new(), q);
+    assert_eq!(h.limit_depth(Op::Write, true), Some(192));
+}
+
 #[test]
 fn weights_of_levels_share_service_in_proportion() {
     // Two always-backlogged sequential readers at levels 0 (weight 80) and

@@ -472,3 +472,18 @@ fn v412_window_without_reads_gives_writes_one_back() {
     assert_eq!(h.pending_timers(), 0);
     assert_eq!(h.sched.depth_log.changes, 0);
 }
+
+/// The async depth is 75% of the whole map from 6.17 and of one tag word
+/// before (`kyber_depth_updated`), and it is what the bitmap's wake batch
+/// is sized from.
+#[test]
+fn async_depth_is_in_the_eras_shallow_unit() {
+    let mut k = Kyber::new();
+    let mut q = QueueInfo::new(1, 1, 128, 256);
+    k.depth_updated(&q);
+    assert_eq!(k.min_shallow_depth(), 192);
+    q.tag_bits_per_word = 64;
+    q.shallow_per_word = true;
+    k.depth_updated(&q);
+    assert_eq!(k.min_shallow_depth(), 48);
+}
