@@ -133,9 +133,11 @@ fn e5_unsaturated_groups_get_what_they_ask_whatever_their_weight() {
 /// cgroup its own request pool): a completion's tag goes to the next
 /// waiter whatever its group, so each group holds about a quarter of the
 /// tags, has fewer requests than its quota and all of them are dispatched.
-/// Measured (nvme, 1 s, per group): 82668 / 77020 / 75522 / 65605 IOPS
-/// for weights 1000 / 800 / 600 / 400 — ordered, but far flatter than the
-/// legacy tpps (105348 / 84028 / 66112 / 45308).
+/// Measured (nvme, 1 s, per group): 92172 / 76528 / 65468 / 54836 IOPS
+/// for weights 1000 / 800 / 600 / 400 — ordered, but flatter than the
+/// legacy tpps (105296 / 84260 / 66136 / 45300). (Before sleepers for a
+/// tag were woken in the kernel's batches of 8, 2026-11-25: 82668 / 77020
+/// / 75522 / 65605.)
 #[test]
 fn e5_tpps_on_blk_mq_shares_by_weight() {
     let rep = run("tpps-e5-cgroups.fio", "tpps-mq", E5_DEVICE);
