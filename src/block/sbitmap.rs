@@ -36,7 +36,7 @@
 /// BITS_PER_LONG on the 64-bit machines modelled.
 const BITS_PER_WORD_LOG2: u32 = 6;
 /// SBQ_WAIT_QUEUES and SBQ_WAKE_BATCH (include/linux/sbitmap.h).
-const SBQ_WAIT_QUEUES: u32 = 8;
+pub const SBQ_WAIT_QUEUES: usize = 8;
 const SBQ_WAKE_BATCH: u32 = 8;
 
 /// How a shallow depth limits a search (see the module header).
@@ -102,7 +102,7 @@ impl WakeBatch {
             }
         };
         WakeBatch {
-            batch: (usable / SBQ_WAIT_QUEUES).clamp(1, SBQ_WAKE_BATCH),
+            batch: (usable / SBQ_WAIT_QUEUES as u32).clamp(1, SBQ_WAKE_BATCH),
             frees: 0,
         }
     }
@@ -149,9 +149,6 @@ impl TagMap {
         }
     }
 
-    pub fn depth(&self) -> u32 {
-        self.depth
-    }
     /// Tags allocated and not yet freed.
     pub fn busy(&self) -> u32 {
         self.busy
@@ -198,6 +195,10 @@ impl TagMap {
     /// depth), or None if every usable bit is taken.
     #[inline]
     pub fn get(&mut self, cpu: usize, shallow: Option<u32>) -> Option<u32> {
+        // A full-depth get uses the hint to pick the word only and searches
+        // it from bit 0 (`__sbitmap_get` without round robin); a shallow one
+        // starts at the hint's bit and wraps (`__sbitmap_get_shallow`).
+        let from_hint_bit = shallow.is_some();
         let shallow = shallow.unwrap_or(self.depth);
         // update_alloc_hint_before_get (a hint past a shrunk depth).
         let mut hint = self.hints[cpu];
@@ -205,7 +206,7 @@ impl TagMap {
             hint = (spread(u64::from(hint) ^ cpu as u64) % u64::from(self.depth)) as u32;
             self.hints[cpu] = hint;
         }
-        let found = self.find_bit(shallow, hint);
+        let found = self.find_bit(shallow, hint, from_hint_bit);
         // update_alloc_hint_after_get.
         match found {
             None => self.hints[cpu] = 0,
@@ -225,12 +226,16 @@ impl TagMap {
         found
     }
 
-    /// `sbitmap_find_bit`: from the hint's word and bit, then every other
-    /// word from its first bit, in order.
-    fn find_bit(&mut self, shallow: u32, hint: u32) -> Option<u32> {
+    /// `sbitmap_find_bit`: from the hint's word (and bit, if
+    /// `from_hint_bit`), then every other word from its first bit, in order.
+    fn find_bit(&mut self, shallow: u32, hint: u32, from_hint_bit: bool) -> Option<u32> {
         let nr_words = self.words.len();
         let mut index = (hint >> self.shift) as usize;
-        let mut bit = hint & ((1 << self.shift) - 1);
+        let mut bit = if from_hint_bit {
+            hint & ((1 << self.shift) - 1)
+        } else {
+            0
+        };
         for _ in 0..nr_words {
             let usable = self.usable_bits(index, shallow);
             if usable != 0 {
@@ -371,6 +376,19 @@ mod tests {
         // A depth-1 search finds word 0 full, folds the deferred bit back.
         assert_eq!(m.get(0, Some(1)), Some(0));
         assert_eq!(m.busy(), 3);
+    }
+
+    #[test]
+    fn a_full_depth_get_searches_its_hints_word_from_bit_0() {
+        let mut m = TagMap::new(256, 256, 1, ShallowRule::WholeMap);
+        m.hints[0] = 70;
+        assert_eq!(m.get(0, None), Some(64), "word 1, from its first bit");
+        m.hints[0] = 70;
+        assert_eq!(
+            m.get(0, Some(200)),
+            Some(70),
+            "a shallow get from the hint's bit"
+        );
     }
 
     #[test]
