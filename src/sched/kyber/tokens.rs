@@ -19,29 +19,23 @@
 //!   wait entries are added with `add_wait_queue` (not exclusive), so a
 //!   wake-up wakes every one of them (pitfall: not one waiter per free).
 
-/// SBQ_WAIT_QUEUES (include/linux/sbitmap.h).
-pub const WAIT_QUEUES: usize = 8;
-/// SBQ_WAKE_BATCH (include/linux/sbitmap.h).
-pub const WAKE_BATCH_MAX: u32 = 8;
+use crate::block::sbitmap::{self, ShallowRule, WakeBatch};
+
+/// SBQ_WAIT_QUEUES: the bitmap's wait queues (block/sbitmap.rs).
+pub const WAIT_QUEUES: usize = sbitmap::SBQ_WAIT_QUEUES;
 /// Words per bitmap: kyber's depths give exactly 4 (see the module notes).
 const WORDS: usize = 4;
-
-/// `sbitmap_calculate_shift(depth)` for `shift = -1`: the largest power of
-/// two up to 64 with at least 4 words.
-fn calculate_shift(depth: u32) -> u32 {
-    let mut shift = 6; // ilog2(BITS_PER_LONG)
-    if depth >= 4 {
-        while (4u32 << shift) > depth {
-            shift -= 1;
-        }
-    }
-    shift
-}
 
 /// `sbq_calc_wake_batch` with no shallow user (`min_shallow_depth` is
 /// UINT_MAX for kyber's token maps): `clamp(depth / 8, 1, 8)`.
 fn wake_batch(depth: u32) -> u32 {
-    (depth / WAIT_QUEUES as u32).clamp(1, WAKE_BATCH_MAX)
+    WakeBatch::new(
+        depth,
+        sbitmap::word_shift(depth),
+        ShallowRule::WholeMap,
+        u32::MAX,
+    )
+    .batch()
 }
 
 /// One domain's `sbitmap_queue`.
@@ -68,7 +62,7 @@ impl TokenPool {
     /// `sbitmap_queue_init_node(depth, shift = -1, round_robin = false)`.
     pub fn new(depth: u32, nr_cpus: usize, seed: u64) -> TokenPool {
         let depth = depth.clamp(1, (WORDS as u32) << 6);
-        let shift = calculate_shift(depth);
+        let shift = sbitmap::word_shift(depth);
         let mut p = TokenPool {
             depth,
             shift,
@@ -262,7 +256,7 @@ mod tests {
     #[test]
     fn shifts_give_four_words_for_kyber_depths() {
         for (d, s) in [(256, 6), (128, 5), (64, 4), (16, 2), (2, 6)] {
-            assert_eq!(calculate_shift(d), s, "depth {d}");
+            assert_eq!(sbitmap::word_shift(d), s, "depth {d}");
         }
         assert_eq!(wake_batch(256), 8);
         assert_eq!(wake_batch(16), 2);
