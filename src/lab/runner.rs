@@ -430,7 +430,7 @@ fn session(
             for (k, v) in limits_before_switch(&queue_sets) {
                 q.write(&k, &v)?;
             }
-            q.set_scheduler(&sched)?;
+            q.start_scheduler(&sched)?;
             for (i, (k, v)) in iosched_sets.iter().enumerate() {
                 let attr = format!("iosched/{k}");
                 if q.has(&attr) {
