@@ -108,6 +108,10 @@ pub struct Row {
     pub meas_ratio: Option<Stat>,
     pub sim: Option<GroupRow>,
     pub sim_ratio: Option<f64>,
+    /// This group's share of its scheduler's IOPS (all groups and
+    /// directions), per round; None with a single group.
+    pub meas_share: Option<Stat>,
+    pub sim_share: Option<f64>,
 }
 
 /// Per scheduler: measured rounds (None when not measured) and simulation.
@@ -149,6 +153,9 @@ pub fn rows(inp: &Inputs) -> Vec<Row> {
             .collect();
         let Some(r0) = rounds.first() else { continue };
         let sim = sim_rows(s);
+        let several = r0.len() > 1;
+        let total = |r: &[GroupRow]| r.iter().map(|g| g.iops).sum::<f64>();
+        let sim_total = sim.as_deref().map(total).unwrap_or(0.0);
         for g in r0 {
             let vals: Vec<GroupRow> = rounds
                 .iter()
@@ -171,6 +178,18 @@ pub fn rows(inp: &Inputs) -> Vec<Row> {
                 (Some(a), Some(b)) if b.iops > 0.0 => Some(a.iops / b.iops),
                 _ => None,
             };
+            let shares: Vec<f64> = rounds
+                .iter()
+                .filter_map(|r| {
+                    let t = total(r);
+                    (several && t > 0.0)
+                        .then(|| find(r, &g.name, g.dir).map_or(0.0, |a| a.iops / t))
+                })
+                .collect();
+            let sim_share = sim_g
+                .as_ref()
+                .filter(|_| several && sim_total > 0.0)
+                .map(|a| a.iops / sim_total);
             let st =
                 |f: &dyn Fn(&GroupRow) -> f64| Stat::of(&vals.iter().map(f).collect::<Vec<_>>());
             let nan = Stat {
@@ -190,6 +209,8 @@ pub fn rows(inp: &Inputs) -> Vec<Row> {
                 meas_ratio: Stat::of(&ratios),
                 sim: sim_g,
                 sim_ratio,
+                meas_share: Stat::of(&shares),
+                sim_share,
             });
         }
     }
@@ -543,11 +564,52 @@ pub fn render(title: &[String], inp: &Inputs, notes: &[String]) -> String {
     } else {
         let _ = writeln!(out, "  one round: measured differences under {:.0}% count as ties (use --repeat for paired ratios)", SINGLE_ROUND_TIE * 100.0);
     }
+    for line in share_lines(&rows) {
+        let _ = writeln!(out, "  {line}");
+    }
     for v in verdicts(&rows, &first) {
         let _ = writeln!(out, "  {}", v.line());
     }
     for n in notes {
         let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// Per scheduler with several groups: each group's share of the IOPS,
+/// measured (median of the rounds) and simulated, in the table's order.
+fn share_lines(rows: &[Row]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < rows.len() {
+        let sched = &rows[i].scheduler;
+        let n = rows[i..]
+            .iter()
+            .take_while(|r| &r.scheduler == sched)
+            .count();
+        let group = &rows[i..i + n];
+        i += n;
+        if group.iter().all(|r| r.meas_share.is_none()) {
+            continue;
+        }
+        let pct = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{:.1}", x * 100.0));
+        let join = |f: &dyn Fn(&Row) -> Option<f64>| {
+            group
+                .iter()
+                .map(|r| pct(f(r)))
+                .collect::<Vec<_>>()
+                .join("/")
+        };
+        let names: Vec<String> = group
+            .iter()
+            .map(|r| format!("{} {}", r.name, dir_name(r.dir)))
+            .collect();
+        out.push(format!(
+            "shares of {sched}'s IOPS, % ({}): measured {}, simulated {}",
+            names.join(", "),
+            join(&|r| r.meas_share.map(|s| s.median)),
+            join(&|r| r.sim_share)
+        ));
     }
     out
 }
@@ -558,6 +620,10 @@ pub const RATIO_TOLERANCE: f64 = 0.07;
 /// The first scheduler's simulated IOPS and mean latency: tolerances.
 pub const IOPS_TOLERANCE: f64 = 0.15;
 pub const LAT_TOLERANCE: f64 = 0.20;
+/// A group's simulated share of its scheduler's IOPS against the measured
+/// median share (jobs with several groups, e.g. cgroup weights): 5
+/// percentage points.
+pub const SHARE_TOLERANCE: f64 = 0.05;
 
 /// One check of the simulation against the lab, with its verdict.
 #[derive(Clone, Debug, PartialEq)]
@@ -577,7 +643,12 @@ impl Verdict {
         self.worst.abs() <= self.tolerance
     }
     fn line(&self) -> String {
-        let (worst, tol) = if self.what.starts_with("ratio") {
+        let (worst, tol) = if self.what.starts_with("share") {
+            (
+                format!("{:+.1} points", self.worst * 100.0),
+                format!("±{:.0} points", self.tolerance * 100.0),
+            )
+        } else if self.what.starts_with("ratio") {
             (
                 format!("{:+.3}", self.worst),
                 format!("±{:.2}", self.tolerance),
@@ -620,6 +691,15 @@ pub fn verdicts(rows: &[Row], first: &str) -> Vec<Verdict> {
     for r in rows {
         let Some(g) = &r.sim else { continue };
         let at = format!("{} {}", r.name, dir_name(r.dir));
+        if let (Some(m), Some(ss)) = (&r.meas_share, r.sim_share) {
+            let e = ss - m.median;
+            worse(
+                format!("share {}", r.scheduler),
+                e,
+                SHARE_TOLERANCE,
+                at.clone(),
+            );
+        }
         if r.scheduler == first {
             if r.meas_iops.median > 0.0 {
                 let e = g.iops / r.meas_iops.median - 1.0;
@@ -653,10 +733,12 @@ pub fn to_json(inp: &Inputs) -> Value {
                 "lat_mean_us": st(&r.meas_lat),
                 "clat_p99_us": r.meas_p99.map(|p| st(&p)),
                 "iops_ratio_to_first": r.meas_ratio.map(|p| st(&p)),
+                "iops_share": r.meas_share.map(|p| st(&p)),
             },
             "simulated": r.sim.as_ref().map(|g| json!({
                 "iops": g.iops, "lat_mean_us": g.lat_mean_us, "clat_p99_us": g.p99_us,
                 "iops_ratio_to_first": r.sim_ratio,
+                "iops_share": r.sim_share,
             })),
         })).collect::<Vec<_>>(),
         "summary": {
@@ -703,7 +785,37 @@ mod tests {
                 p99_us: 0.0,
             }),
             sim_ratio: Some(sim_ratio),
+            meas_share: None,
+            sim_share: None,
         }
+    }
+
+    #[test]
+    fn shares_are_checked_in_points_per_scheduler() {
+        let st = |v: f64| Stat::of(&[v]);
+        let mut a = row("bfq", 1.0, 1.0, (700.0, 600.0));
+        let mut b = row("bfq", 1.0, 1.0, (300.0, 400.0));
+        b.name = "h".into();
+        (a.meas_share, a.sim_share) = (st(0.70), Some(0.60));
+        (b.meas_share, b.sim_share) = (st(0.30), Some(0.40));
+        let rows = [a, b];
+        let v = verdicts(&rows, "bfq");
+        let share = v.iter().find(|x| x.what == "share bfq").unwrap();
+        assert!((share.worst.abs() - 0.10).abs() < 1e-9);
+        assert!(!share.ok());
+        assert!(share.line().contains("points"), "{}", share.line());
+        let lines = share_lines(&rows);
+        assert_eq!(
+            lines,
+            vec![
+                "shares of bfq's IOPS, % (g read, h read): measured 70.0/30.0, simulated 60.0/40.0"
+            ]
+        );
+        let mut close = rows.clone();
+        close[0].sim_share = Some(0.66);
+        close[1].sim_share = Some(0.34);
+        let v = verdicts(&close, "bfq");
+        assert!(v.iter().find(|x| x.what == "share bfq").unwrap().ok());
     }
 
     #[test]
