@@ -562,8 +562,6 @@ impl Snapshot {
     }
 }
 
-/// Restores a snapshot when dropped (error paths and panics included), unless
-/// [`QueueGuard::restore`] already did.
 /// The schedulers to write, in order, so that `want` runs as a new
 /// instance: itself, after another one (`none` when offered) if it is the
 /// one running. `none` keeps no state, so it needs no detour.
@@ -582,6 +580,8 @@ fn fresh_switch<'a>(offered: &'a [String], current: &str, want: &'a str) -> Vec<
     }
 }
 
+/// Restores a snapshot when dropped (error paths and panics included), unless
+/// [`QueueGuard::restore`] already did.
 pub struct QueueGuard {
     pub queue: Queue,
     pub snapshot: Snapshot,
