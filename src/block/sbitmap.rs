@@ -48,6 +48,26 @@ pub enum ShallowRule {
     WholeMap,
 }
 
+/// `update_alloc_hint_after_get`: the CPU's next hint after a get that
+/// started at `hint` found `found` (`current` is the hint now). A failed
+/// search resets it to 0; a get that took the hint itself moves it on by
+/// one (back to 0 at the end of the map); any other bit leaves it.
+#[inline]
+pub fn hint_after_get(current: u32, hint: u32, found: Option<u32>, depth: u32) -> u32 {
+    match found {
+        None => 0,
+        Some(tag) if tag == hint => {
+            let next = tag + 1;
+            if next >= depth.saturating_sub(1) {
+                0
+            } else {
+                next
+            }
+        }
+        Some(_) => current,
+    }
+}
+
 /// `sbitmap_calculate_shift`: 64-bit words, narrowed until the map has at
 /// least four words (maps under 4 bits keep one word).
 pub fn word_shift(depth: u32) -> u32 {
@@ -207,19 +227,7 @@ impl TagMap {
             self.hints[cpu] = hint;
         }
         let found = self.find_bit(shallow, hint, from_hint_bit);
-        // update_alloc_hint_after_get.
-        match found {
-            None => self.hints[cpu] = 0,
-            Some(tag) if tag == hint => {
-                let next = tag + 1;
-                self.hints[cpu] = if next >= self.depth.saturating_sub(1) {
-                    0
-                } else {
-                    next
-                };
-            }
-            Some(_) => {}
-        }
+        self.hints[cpu] = hint_after_get(self.hints[cpu], hint, found, self.depth);
         if found.is_some() {
             self.busy += 1;
         }
@@ -331,6 +339,14 @@ mod tests {
         assert_eq!(word_shift(64), 4);
         assert_eq!(word_shift(62), 3, "four words of 8 bits for 62 tags");
         assert_eq!(word_shift(3), 6, "under 4 bits the map keeps one word");
+    }
+
+    #[test]
+    fn the_hint_moves_on_only_when_its_own_bit_was_taken() {
+        assert_eq!(hint_after_get(7, 7, Some(7), 256), 8);
+        assert_eq!(hint_after_get(7, 7, Some(9), 256), 7, "another bit");
+        assert_eq!(hint_after_get(7, 7, None, 256), 0, "failed search");
+        assert_eq!(hint_after_get(254, 254, Some(254), 256), 0, "map's end");
     }
 
     /// The split of a shallow depth over the words of a 32+32+32+16 map, as

@@ -149,19 +149,7 @@ impl TokenPool {
                 index = 0;
             }
         }
-        // update_alloc_hint_after_get.
-        match got {
-            None => self.hints[cpu] = 0,
-            Some(nr) if nr == hint => {
-                let next = nr + 1;
-                self.hints[cpu] = if next >= self.depth.saturating_sub(1) {
-                    0
-                } else {
-                    next
-                };
-            }
-            Some(_) => {}
-        }
+        self.hints[cpu] = sbitmap::hint_after_get(self.hints[cpu], hint, got, self.depth);
         if got.is_some() {
             self.held += 1;
         }
