@@ -51,6 +51,8 @@ pub struct FileCache {
     pub writeback_index: u64,
     /// Round-robin order among inodes that used a whole chunk (`b_more_io`).
     pub requeued: u64,
+    /// Job file regions that name it (several when jobs share a file).
+    pub users: u32,
 }
 
 /// Page counts (`/proc/meminfo` names in comments).
@@ -90,6 +92,9 @@ pub struct CacheView {
     pub written_pages: u64,
     pub read_pages: u64,
     pub evicted_pages: u64,
+    /// Dirty pages dropped unwritten when their file was deleted
+    /// (`/proc/PID/io` `cancelled_write_bytes`).
+    pub cancelled_pages: u64,
     /// The thresholds in pages: background, dirty limit.
     pub bg_thresh: u64,
     pub thresh: u64,
@@ -157,7 +162,10 @@ impl PageCache {
         let mut files: Vec<FileCache> = Vec::new();
         for (first, end) in regions {
             match files.last_mut() {
-                Some(f) if first < f.end => f.end = f.end.max(end),
+                Some(f) if first < f.end => {
+                    f.end = f.end.max(end);
+                    f.users += 1;
+                }
                 _ => files.push(FileCache {
                     first,
                     end,
@@ -166,6 +174,7 @@ impl PageCache {
                     dirty: 0,
                     writeback_index: first,
                     requeued: 0,
+                    users: 1,
                 }),
             }
         }
@@ -460,6 +469,34 @@ impl PageCache {
             );
             self.invalidate(file, first, end);
         }
+    }
+
+    /// The file is being deleted (its last link and opener gone:
+    /// `truncate_inode_pages_final`): its clean and dirty pages go, dirty
+    /// ones without being written (`folio_cancel_dirty`: Dirty falls and
+    /// nothing reaches the device), a page re-dirtied under writeback loses
+    /// its dirty bit. Pages under writeback stay until it ends, and pages
+    /// being read until the read ends (truncation waits for both); the
+    /// caller waits and calls again. Returns whether pages under writeback
+    /// remain.
+    pub fn delete_file(&mut self, file: u32, now: Ns) -> bool {
+        let (first, end, dirty) = {
+            let f = &self.files[file as usize];
+            (f.first, f.end, f.dirty)
+        };
+        self.apply(file, first, end, false, |s| match s {
+            Some(PageState::Writeback | PageState::DirtyWriteback) => Some(PageState::Writeback),
+            Some(PageState::Reading) => Some(PageState::Reading),
+            _ => None,
+        });
+        let f = &mut self.files[file as usize];
+        debug_assert_eq!(f.dirty, 0);
+        f.dirtied_when = None;
+        f.requeued = 0;
+        f.writeback_index = first;
+        self.view.cancelled_pages += dirty;
+        self.sample(now);
+        self.writeback_in(file, first, end)
     }
 
     /// Pages dirty or under writeback anywhere.

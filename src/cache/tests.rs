@@ -216,3 +216,38 @@ fn a_terabyte_file_stays_small() {
     assert!(c.extents() <= 2, "{}", c.extents());
     check(&c);
 }
+
+#[test]
+fn a_deleted_file_drops_its_dirty_pages_once_writeback_ends() {
+    let mut c = cache(
+        1 << 30,
+        &[(0, 1 << 20), (1 << 20, 1 << 20), (2 << 20, 4096)],
+    );
+    assert_eq!(c.files()[0].users, 1);
+    assert_eq!(c.files()[2].users, 1);
+    let shared = cache(1 << 30, &[(0, 8192), (0, 8192)]);
+    assert_eq!(shared.files()[0].users, 2);
+    c.write(0, 0, 100, 0, 0);
+    c.write(1, 256, 300, 0, 0);
+    let mut runs = Vec::new();
+    c.take_dirty_range(0, 0, 10, &mut runs);
+    // Re-dirtied under writeback: loses its dirty bit, waits for the end.
+    c.write(0, 5, 6, 0, 1);
+    check(&c);
+    assert!(c.delete_file(0, 2), "pages 0..10 are under writeback");
+    check(&c);
+    assert_eq!(c.files()[0].dirty, 0);
+    assert_eq!(c.counts().writeback, 10);
+    assert_eq!(c.view.cancelled_pages, 91);
+    assert!(c.files()[0].dirtied_when.is_none());
+    // The other file is untouched.
+    assert_eq!(c.files()[1].dirty, 44);
+    c.writeback_done(0, 0, 10, 3);
+    assert!(!c.delete_file(0, 4));
+    check(&c);
+    assert_eq!(c.counts().cached, 44);
+    assert_eq!(c.view.cancelled_pages, 91);
+    let mut inodes = Vec::new();
+    c.dirty_inodes(None, &mut inodes);
+    assert_eq!(inodes, [1]);
+}

@@ -387,6 +387,7 @@ pub fn notices(jf: &JobFile, mount: Option<&str>) {
                 .to_string(),
         });
     }
+    unlink_notices(jf, mount);
     for j in &jf.jobs {
         if j.ioengine.kind == EngineKind::NotModelled && j.clone_index == 0 {
             note(&format!(
@@ -394,6 +395,32 @@ pub fn notices(jf: &JobFile, mount: Option<&str>) {
                 j.name, j.ioengine.name
             ));
         }
+    }
+}
+
+/// Where `unlink`/`unlink_each_loop` is not modelled (`FioJob::delete_files`).
+fn unlink_notices(jf: &JobFile, mount: Option<&str>) {
+    for j in jf.jobs.iter().filter(|j| j.unlink || j.unlink_each_loop) {
+        if j.clone_index != 0 {
+            continue;
+        }
+        let why = if mount.is_none() {
+            "its files are regions of the raw device (fio unlinks regular files only; \
+             --mount ext4 puts them on a file system)"
+        } else if j.direct {
+            "direct I/O on a mounted file system is not modelled"
+        } else if jf.jobs.iter().any(|o| {
+            o.job_index != j.job_index && o.filenames.iter().any(|f| j.filenames.contains(f))
+        }) {
+            "another job names the same file, whose open descriptor keeps the deleted \
+             inode alive; the model has one page-cache file per name"
+        } else {
+            continue;
+        };
+        note(&format!(
+            "note: job '{}': unlink/unlink_each_loop not modelled: {why}",
+            j.name
+        ));
     }
 }
 

@@ -173,6 +173,17 @@ const META_INODE: u64 = 1 << 56;
 const META_BITMAP: u64 = 2 << 56;
 const META_GDT: u64 = 3 << 56;
 const META_LEAF: u64 = 4 << 56;
+const META_DIR: u64 = 5 << 56;
+const META_IBITMAP: u64 = 6 << 56;
+/// The orphan list's block (the superblock's `s_last_orphan`, or the
+/// orphan file's block with mke2fs 1.47's `orphan_file`).
+const META_ORPHAN: u64 = 7 << 56;
+/// Directory entries per 4 KiB directory block: fio's names
+/// (`job.N.M`, ~12 bytes) take 20-byte `ext4_dir_entry_2` records.
+const DIR_ENTRIES_PER_BLOCK: u64 = 4096 / 20;
+/// Inodes per block group (mke2fs's default inode_ratio 16384 over a
+/// 128 MiB group).
+const INODES_PER_GROUP: u64 = 8192;
 
 /// What ext4 knows of one file.
 #[derive(Clone, Debug)]
@@ -411,6 +422,54 @@ impl Ext4 {
         }
     }
 
+    /// `file` is deleted at `now` (fio closed it first, so the unlink drops
+    /// the last link and `ext4_evict_inode` runs at once): the directory
+    /// entry goes, the inode joins and leaves the orphan list, its extents
+    /// are freed (the block bitmap and group descriptor of every group they
+    /// lie in) and so is the inode (the inode bitmap). Its page cache is
+    /// the caller's (`PageCache::delete_file`). With `recreate`, fio's next
+    /// open (`O_CREAT`) makes an empty file of the same name: a new inode
+    /// and directory entry, no blocks (its writes allocate them at
+    /// writeback, delayed allocation, with no fallocate).
+    pub fn delete(&mut self, file: u32, recreate: bool, now: Ns) {
+        let ino = FIRST_INO + file as u64;
+        let mut blocks = vec![
+            META_DIR | (file as u64 / DIR_ENTRIES_PER_BLOCK),
+            Self::inode_block(file),
+            META_ORPHAN,
+            META_IBITMAP | (ino / INODES_PER_GROUP),
+            META_GDT | (ino / INODES_PER_GROUP / DESCS_PER_BLOCK),
+        ];
+        let f = &self.files[file as usize];
+        let mut groups: Vec<u64> = f
+            .written
+            .iter()
+            .flat_map(|(&s, &e)| (s / GROUP_PAGES)..=((e - 1) / GROUP_PAGES))
+            .collect();
+        if f.fallocated {
+            // Unwritten extents hold blocks too.
+            groups.extend((f.first / GROUP_PAGES)..=((f.end.max(f.first + 1) - 1) / GROUP_PAGES));
+        }
+        groups.sort_unstable();
+        groups.dedup();
+        for g in groups {
+            blocks.push(META_BITMAP | g);
+            blocks.push(META_GDT | (g / DESCS_PER_BLOCK));
+        }
+        let mut tid = 0;
+        for b in blocks {
+            tid = self.journal.dirty_metadata(b, now);
+        }
+        let f = &mut self.files[file as usize];
+        f.written.clear();
+        f.fallocated = false;
+        f.mtime_tick = None;
+        f.atime_tick = None;
+        f.atime_stale = false;
+        f.sync_tid = if recreate { tid } else { 0 };
+        f.datasync_tid = f.sync_tid;
+    }
+
     /// The page range of `file`.
     pub fn file_pages(&self, file: u32) -> (u64, u64) {
         let f = &self.files[file as usize];
@@ -504,6 +563,38 @@ mod tests {
         let t = f.journal.running.clone().unwrap();
         assert_eq!(t.blocks.len(), 3);
         assert_eq!(t.ordered, vec![(1, 10, 50)]);
+    }
+
+    #[test]
+    fn a_deleted_file_frees_its_blocks_and_comes_back_unallocated() {
+        let o = MountOptions::default();
+        // A fallocated file: deleting it frees its (unwritten) extents too.
+        let mut f = Ext4::new(o, 8 << 30, &[(0, 10, true), (40_000, 40_100, false)]);
+        f.delete(1, true, 0);
+        let t = f.journal.running.take().unwrap();
+        // Directory, inode, orphan list, inode bitmap and its descriptor,
+        // and the block bitmap of group 1 (its descriptor block is the
+        // inode group's, block 0).
+        assert_eq!(t.blocks.len(), 6);
+        assert_eq!(f.files[1].sync_tid, t.tid);
+        // Recreated empty: its first writeback is a fresh allocation, as
+        // ordered data (no unwritten extents to convert).
+        f.writeback(1, 40_000, 40_010, 1);
+        let t = f.journal.running.take().unwrap();
+        assert_eq!(t.ordered, vec![(1, 40_000, 40_010)]);
+        assert!(t.blocks.contains(&(META_BITMAP | 1)));
+        // A written file: the groups of its written runs; not recreated,
+        // nothing is left for an fsync to wait for.
+        f.delete(0, false, 2);
+        assert!(f
+            .journal
+            .running
+            .as_ref()
+            .unwrap()
+            .blocks
+            .contains(&META_BITMAP));
+        assert_eq!(f.files[0].sync_tid, 0);
+        assert!(f.files[0].written.is_empty());
     }
 
     #[test]

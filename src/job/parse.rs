@@ -834,6 +834,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
             Key::FsyncOnClose => b.spec.fsync_on_close = on,
             Key::EndSyncfs => b.spec.end_syncfs = on,
             Key::Invalidate => b.spec.invalidate = on,
+            Key::Unlink => b.spec.unlink = on,
+            Key::UnlinkEachLoop => b.spec.unlink_each_loop = on,
             Key::PreRead => b.spec.pre_read = on,
             Key::PerJobLogs => b.spec.per_job_logs = on,
             Key::LogOffset => b.spec.log_offset = on,
@@ -1115,6 +1117,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::FsyncOnClose
         | Key::EndSyncfs
         | Key::Invalidate
+        | Key::Unlink
+        | Key::UnlinkEachLoop
         | Key::PreRead
         | Key::PerJobLogs
         | Key::LogOffset

@@ -285,6 +285,13 @@ pub struct JobSpec {
     /// `invalidate` (default on): drop the file's clean cached pages at open
     /// (`posix_fadvise(POSIX_FADV_DONTNEED)`); ignored with `pre_read`.
     pub invalidate: bool,
+    /// `unlink`: delete the job's files when it ends (fio's
+    /// `close_and_free_files`, regular files only).
+    pub unlink: bool,
+    /// `unlink_each_loop`: delete them before every `loops=` pass after the
+    /// first (backend.c `thread_main`, after `clear_io_state`); the pass's
+    /// open creates them again, empty.
+    pub unlink_each_loop: bool,
     /// `pre_read`: read the file into the page cache before the job starts.
     pub pre_read: bool,
     /// `fadvise_hint`.
@@ -455,6 +462,8 @@ impl JobSpec {
             fsync_on_close: false,
             end_syncfs: false,
             invalidate: true,
+            unlink: false,
+            unlink_each_loop: false,
             pre_read: false,
             fadvise_hint: FadviseHint::Auto,
             sync_io: SyncIo::None,

@@ -580,7 +580,8 @@ fn page_cache(pc: &super::PageCacheReport) -> J {
         .uint("peak_writeback_kb", kb(v.peak_writeback))
         .uint("written_back_kb", kb(v.written_pages))
         .uint("read_in_kb", kb(v.read_pages))
-        .uint("evicted_kb", kb(v.evicted_pages));
+        .uint("evicted_kb", kb(v.evicted_pages))
+        .uint("cancelled_kb", kb(v.cancelled_pages));
     let mut vm = Obj::new();
     for (k, val) in &pc.vm {
         vm.uint(k, *val);

@@ -141,6 +141,8 @@ pub struct FioJob {
     /// for the current event: the caller, called again once it is reaped,
     /// goes on.
     device_sync_sent: bool,
+    /// `unlink` deleted the files at the job's end (done once).
+    files_deleted: bool,
     wrote: bool,
     plug: Plug,
     /// When it finished.
@@ -270,6 +272,7 @@ impl FioJob {
             end_sync_sent: false,
             open_pending: false,
             device_sync_sent: false,
+            files_deleted: false,
             wrote: false,
             plug: Plug::default(),
             end: 0,
@@ -573,12 +576,18 @@ impl FioJob {
             if self.device_open_close(task, cx, DeviceEvent::Close) {
                 return false;
             }
+            if self.spec.unlink && self.delete_files(task, cx, false) {
+                return false;
+            }
             self.phase = Phase::Done;
             return true;
         }
         if self.phase == Phase::Closing {
             if self.inflight > 0 {
                 task.sleep = Some(SleepReason::Io);
+                return false;
+            }
+            if self.spec.unlink && self.delete_files(task, cx, false) {
                 return false;
             }
             // Its last close's sync was reaped: the job ends.
@@ -613,6 +622,9 @@ impl FioJob {
             return false;
         }
         if self.device_open_close(task, cx, DeviceEvent::Reopen) {
+            return false;
+        }
+        if self.spec.unlink_each_loop && self.delete_files(task, cx, true) {
             return false;
         }
         self.end_sync_sent = false;
@@ -691,6 +703,48 @@ impl FioJob {
         self.device_sync_sent = true;
         self.commit(task, cx, &[slot]);
         true
+    }
+
+    /// fio deletes the job's files (`unlink_each_loop` before a new pass,
+    /// `recreate`: the pass's open makes them again, empty; `unlink` once
+    /// the job has closed them). Only files on a file system: fio unlinks
+    /// regular files, and without `--mount` the files are regions of the
+    /// raw device. A file other jobs also name is left alone: their open
+    /// descriptors keep its inode alive, which one page-cache file per name
+    /// cannot hold apart from the new one (the CLI says so). Returns whether
+    /// the job waits: truncation waits for the pages under writeback.
+    fn delete_files(&mut self, task: &mut Task, cx: &mut TaskCx, recreate: bool) -> bool {
+        if !self.buffered || self.files_deleted || cx.fs.is_none() {
+            return false;
+        }
+        let mut waiting = false;
+        for i in 0..self.files.len() {
+            let Some((file, _, _)) = self.cache_file(cx, i) else {
+                continue;
+            };
+            let cache = cx.cache.as_deref_mut().expect("page cache");
+            if cache.files()[file as usize].users == 1 {
+                waiting |= cache.delete_file(file, cx.now);
+            }
+        }
+        if waiting {
+            let cache = cx.cache.as_deref_mut().expect("page cache");
+            cache.wait_writeback(task.id);
+            task.sleep = Some(SleepReason::Io);
+            return true;
+        }
+        for i in 0..self.files.len() {
+            let Some((file, _, _)) = self.cache_file(cx, i) else {
+                continue;
+            };
+            if cx.cache.as_deref().expect("page cache").files()[file as usize].users == 1 {
+                let fs = cx.fs.as_deref_mut().expect("ext4");
+                fs.delete(file, recreate, cx.now);
+            }
+        }
+        // `unlink` at the end deletes once; each pass's deletion is new.
+        self.files_deleted = !recreate;
+        false
     }
 
     /// Prepare one submit call's worth of I/O units and submit them.
