@@ -387,6 +387,17 @@ pub fn notices(jf: &JobFile, mount: Option<&str>) {
                 .to_string(),
         });
     }
+    if let Some(m) = mount.filter(|_| {
+        jf.jobs
+            .iter()
+            .any(|j| j.direct && j.ioengine.kind != EngineKind::Null)
+    }) {
+        note(&format!(
+            "note: direct I/O (direct=1) to files on {m}: ext4's share of each call, timestamps, \
+             and the conversion of unwritten (fallocated) extents at a write's completion, \
+             journalled; fio lays write-only files out with fallocate unless overwrite=1"
+        ));
+    }
     unlink_notices(jf, mount);
     for j in &jf.jobs {
         if j.ioengine.kind == EngineKind::NotModelled && j.clone_index == 0 {
@@ -407,8 +418,6 @@ fn unlink_notices(jf: &JobFile, mount: Option<&str>) {
         let why = if mount.is_none() {
             "its files are regions of the raw device (fio unlinks regular files only; \
              --mount ext4 puts them on a file system)"
-        } else if j.direct {
-            "direct I/O on a mounted file system is not modelled"
         } else if jf.jobs.iter().any(|o| {
             o.job_index != j.job_index && o.filenames.iter().any(|f| j.filenames.contains(f))
         }) {

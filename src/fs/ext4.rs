@@ -204,6 +204,9 @@ struct FileMeta {
     /// `i_sync_tid`, `i_datasync_tid` (0: nothing to commit).
     sync_tid: Tid,
     datasync_tid: Tid,
+    /// When the conversion of a direct write in progress releases
+    /// `i_data_sem` (conversions of one file run one at a time).
+    conversion_free: Ns,
 }
 
 /// What an fsync needs after its data is written.
@@ -255,6 +258,7 @@ impl Ext4 {
                 atime_stale: data,
                 sync_tid: 0,
                 datasync_tid: 0,
+                conversion_free: 0,
             })
             .collect();
         Ext4 {
@@ -309,9 +313,44 @@ impl Ext4 {
         let mut gaps = std::mem::take(&mut self.gaps);
         self.unwritten_runs(file, start, end, &mut gaps);
         for &(s, e) in &gaps {
-            self.map_run(file, s, e, now);
+            self.map_run(file, s, e, true, now);
         }
         self.gaps = gaps;
+    }
+
+    /// Whether some block of `[start, end)` of `file` is not yet written
+    /// (unwritten extent or hole): a direct write there ends in a
+    /// conversion.
+    pub fn needs_conversion(&mut self, file: u32, start: u64, end: u64) -> bool {
+        let mut gaps = std::mem::take(&mut self.gaps);
+        self.unwritten_runs(file, start, end, &mut gaps);
+        let any = !gaps.is_empty();
+        self.gaps = gaps;
+        any
+    }
+
+    /// A direct write to `[start, end)` of `file` completed at `now` and
+    /// its blocks turn written (`ext4_convert_unwritten_extents`: holes
+    /// were allocated as unwritten at submission, so both convert): the
+    /// metadata joins the running transaction; no ordered data (the data
+    /// is on the device before the conversion).
+    pub fn dio_written(&mut self, file: u32, start: u64, end: u64, now: Ns) {
+        let mut gaps = std::mem::take(&mut self.gaps);
+        self.unwritten_runs(file, start, end, &mut gaps);
+        for &(s, e) in &gaps {
+            self.map_run(file, s, e, false, now);
+        }
+        self.gaps = gaps;
+    }
+
+    /// When `file`'s conversions let the next one start.
+    pub fn conversion_free(&self, file: u32) -> Ns {
+        self.files[file as usize].conversion_free
+    }
+
+    /// A conversion of `file` holds it until `at`.
+    pub fn set_conversion_free(&mut self, file: u32, at: Ns) {
+        self.files[file as usize].conversion_free = at;
     }
 
     /// The runs of `[start, end)` not yet written.
@@ -335,8 +374,9 @@ impl Ext4 {
 
     /// Allocate or convert `[s, e)` of `file`: its metadata joins the
     /// running transaction, which the file's fsync and fdatasync now need.
-    fn map_run(&mut self, file: u32, s: u64, e: u64, now: Ns) {
-        let ordered = self.opts.data == DataMode::Ordered;
+    /// `buffered`: writeback's allocation, ordered data under data=ordered.
+    fn map_run(&mut self, file: u32, s: u64, e: u64, buffered: bool, now: Ns) {
+        let ordered = buffered && self.opts.data == DataMode::Ordered;
         let f = &mut self.files[file as usize];
         let fresh = !f.fallocated;
         // Join neighbours: [s, e) becomes one written extent.
@@ -595,6 +635,25 @@ mod tests {
             .contains(&META_BITMAP));
         assert_eq!(f.files[0].sync_tid, 0);
         assert!(f.files[0].written.is_empty());
+    }
+
+    #[test]
+    fn a_direct_write_converts_only_unwritten_blocks() {
+        let o = MountOptions::default();
+        let mut f = Ext4::new(o, 8 << 30, &[(0, 100, true), (100, 200, false)]);
+        assert!(!f.needs_conversion(0, 10, 20), "laid out with data");
+        assert!(f.needs_conversion(1, 110, 111), "fallocated");
+        f.dio_written(1, 110, 111, 0);
+        assert!(!f.needs_conversion(1, 110, 111));
+        let t = f.journal.running.take().unwrap();
+        // The inode block only (a conversion, no allocation), and no
+        // ordered data: the data is on the device before the conversion.
+        assert_eq!(t.blocks.len(), 1);
+        assert!(t.ordered.is_empty());
+        assert_eq!(f.files[1].sync_tid, t.tid);
+        // Writing it again changes no metadata.
+        f.dio_written(1, 110, 111, 1);
+        assert!(f.journal.running.is_none());
     }
 
     #[test]

@@ -836,6 +836,7 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
             Key::Invalidate => b.spec.invalidate = on,
             Key::Unlink => b.spec.unlink = on,
             Key::UnlinkEachLoop => b.spec.unlink_each_loop = on,
+            Key::Overwrite => b.spec.overwrite = on,
             Key::PreRead => b.spec.pre_read = on,
             Key::PerJobLogs => b.spec.per_job_logs = on,
             Key::LogOffset => b.spec.log_offset = on,
@@ -1119,6 +1120,7 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::Invalidate
         | Key::Unlink
         | Key::UnlinkEachLoop
+        | Key::Overwrite
         | Key::PreRead
         | Key::PerJobLogs
         | Key::LogOffset

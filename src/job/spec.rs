@@ -292,6 +292,10 @@ pub struct JobSpec {
     /// first (backend.c `thread_main`, after `clear_io_state`); the pass's
     /// open creates them again, empty.
     pub unlink_each_loop: bool,
+    /// `overwrite`: a job that only writes has its files laid out with
+    /// data first (fio's `extend_file`), so its writes overwrite written
+    /// blocks; otherwise they are only allocated (fio's `fallocate`).
+    pub overwrite: bool,
     /// `pre_read`: read the file into the page cache before the job starts.
     pub pre_read: bool,
     /// `fadvise_hint`.
@@ -464,6 +468,7 @@ impl JobSpec {
             invalidate: true,
             unlink: false,
             unlink_each_loop: false,
+            overwrite: false,
             pre_read: false,
             fadvise_hint: FadviseHint::Auto,
             sync_io: SyncIo::None,

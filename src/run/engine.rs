@@ -242,12 +242,12 @@ pub struct Simulation {
     /// Jobs not yet Done or Skipped.
     active: usize,
     /// The page cache and the device's flusher (task id `tasks.len()`),
-    /// when some job does buffered I/O; None keeps direct-I/O runs exactly
-    /// as they were.
+    /// when some job does buffered I/O or the files are on `--mount`; None
+    /// keeps direct-I/O runs on the raw device exactly as they were.
     cache: Option<PageCache>,
     flusher: Option<(Task, Flusher)>,
-    /// The ext4 file system (`--mount`, with buffered jobs) and its
-    /// kjournald2 (task id `tasks.len() + 1`).
+    /// The ext4 file system (`--mount`) and its kjournald2 (task id
+    /// `tasks.len() + 1`).
     fs: Option<Ext4>,
     jbd2: Option<(Task, Jbd2Task)>,
 }
@@ -332,7 +332,9 @@ impl Simulation {
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| cfg.profile.name.clone());
         let buffered = tasks.iter().any(|t| t.job.buffered);
-        let (cache, flusher) = if buffered {
+        // Files on a mounted ext4 need the page cache's file index even when
+        // every job is direct (the file system names files by it).
+        let (cache, flusher) = if buffered || cfg.mount.is_some() {
             let files: Vec<(u64, u64)> = layouts
                 .iter()
                 .flat_map(|l| l.files.iter().map(|r| (r.start, r.len)))
@@ -969,7 +971,9 @@ fn mount(
         .map(|f| (f.first, f.end, false))
         .collect();
     for (spec, l) in jobfile.jobs.iter().zip(layouts) {
-        if !spec.rw.ddirs().contains(&Ddir::Read) {
+        // fio lays a file out with data when a job reads it or asks for
+        // `overwrite` (filesetup.c), else it only allocates it.
+        if !spec.rw.ddirs().contains(&Ddir::Read) && !spec.overwrite {
             continue;
         }
         for r in &l.files {

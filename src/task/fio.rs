@@ -73,6 +73,9 @@ struct IoU {
     /// Not an I/O fio counts (its end-of-pass sync, the kernel's syncs at
     /// close and open).
     quiet: bool,
+    /// A direct write into unwritten blocks of this ext4 file: converted
+    /// when its bios are done, before it completes.
+    convert: Option<u32>,
 }
 
 /// One bio still to be submitted by a job.
@@ -443,6 +446,8 @@ impl FioJob {
             return;
         }
         if iou.pieces_left == 0 {
+            let at = self.convert_after_dio(task, slot, at, cx);
+            let iou = &mut self.ious[slot];
             iou.done = at.max(iou.issue);
             self.completed.push_back(slot as u32);
             let mut at = iou.done.max(cx.now);
@@ -714,7 +719,7 @@ impl FioJob {
     /// cannot hold apart from the new one (the CLI says so). Returns whether
     /// the job waits: truncation waits for the pages under writeback.
     fn delete_files(&mut self, task: &mut Task, cx: &mut TaskCx, recreate: bool) -> bool {
-        if !self.buffered || self.files_deleted || cx.fs.is_none() {
+        if self.files_deleted || cx.fs.is_none() {
             return false;
         }
         let mut waiting = false;
@@ -742,6 +747,7 @@ impl FioJob {
                 fs.delete(file, recreate, cx.now);
             }
         }
+        cx.kick_jbd2();
         // `unlink` at the end deletes once; each pass's deletion is new.
         self.files_deleted = !recreate;
         false
@@ -805,6 +811,7 @@ impl FioJob {
                 syncfs: false,
                 device: false,
                 quiet: false,
+                convert: None,
             };
             if io.ddir == Ddir::Write {
                 self.writes_since_sync += 1;
@@ -812,6 +819,9 @@ impl FioJob {
             }
             self.ios_since_think += 1;
             if !(self.buffered && self.through_cache(task, cx, max_sectors, slot, io)) {
+                if !self.buffered && cx.fs.is_some() {
+                    self.direct_on_fs(cx, slot, io);
+                }
                 self.split_into_pieces(max_sectors, slot, io);
             }
             batch.push(slot);
@@ -852,6 +862,7 @@ impl FioJob {
             syncfs: false,
             device: false,
             quiet: false,
+            convert: None,
         };
         slot
     }
@@ -875,7 +886,8 @@ impl FioJob {
                 self.complete_now(task, cx, slot);
                 continue;
             }
-            if is_sync && (self.buffered || device) && cx.cache.is_some() {
+            // fsync of cached data, or of a file on ext4 (its journal).
+            if is_sync && (self.buffered || device || cx.fs.is_some()) && cx.cache.is_some() {
                 // fsync of cached data: write back first, flush after.
                 self.sync_wait = Some(slot);
                 continue;
@@ -1196,6 +1208,55 @@ impl FioJob {
                 true
             }
         }
+    }
+
+    /// A direct read or write of a file on ext4 (`ext4_dio_read_iter`,
+    /// `ext4_dio_write_iter`): the file system's share of the call, the
+    /// timestamp it updates, and whether the write ends in a conversion of
+    /// unwritten blocks (`IoU::convert`).
+    fn direct_on_fs(&mut self, cx: &mut TaskCx, slot: u32, io: IoUnit) {
+        let (first, end) = (io.offset / PAGE, (io.offset + io.len).div_ceil(PAGE));
+        let Some(file) = cx.cache.as_deref().and_then(|c| c.file_of(first)) else {
+            return;
+        };
+        let fs = cx.fs.as_deref_mut().expect("ext4");
+        match io.ddir {
+            Ddir::Read => {
+                fs.read(file, cx.now);
+                self.call_extra_ns += self.costs.dio_fs_read_ns;
+            }
+            Ddir::Write => {
+                fs.write(file, cx.now);
+                if fs.needs_conversion(file, first, end) {
+                    self.ious[slot as usize].convert = Some(file);
+                }
+                self.call_extra_ns += self.costs.dio_fs_write_ns;
+            }
+            Ddir::Trim => {}
+        }
+        cx.kick_jbd2();
+    }
+
+    /// The bios of a direct write into unwritten blocks are done at `at`:
+    /// the `dio/DEV` kworker on the completing CPU converts the extents,
+    /// one conversion of a file at a time (`i_data_sem` for writing), and
+    /// only then does the write complete. Returns when it does.
+    fn convert_after_dio(&mut self, task: &Task, slot: usize, at: Ns, cx: &mut TaskCx) -> Ns {
+        let Some(file) = self.ious[slot].convert.take() else {
+            return at;
+        };
+        let iou = self.ious[slot];
+        let (first, end) = (iou.offset / PAGE, (iou.offset + iou.len).div_ceil(PAGE));
+        let fs = cx.fs.as_deref_mut().expect("ext4");
+        let ready = at.max(fs.conversion_free(file));
+        cx.block.cpu_begin(task.cpu, ready);
+        cx.block.cpu_charge(self.costs.dio_convert_ns);
+        let done = cx.block.cpu_end();
+        let fs = cx.fs.as_deref_mut().expect("ext4");
+        fs.dio_written(file, first, end, done);
+        fs.set_conversion_free(file, done);
+        cx.kick_jbd2();
+        done
     }
 
     /// The readahead state of this job's open `file` (`f_ra`, set at open
