@@ -336,9 +336,10 @@ fn example_with_many_unmodelled_options() {
     assert!(f.ignored.contains(&"steadystate".to_string()));
     assert!(f.ignored.contains(&"steadystate_duration".to_string()));
     assert!(f.ignored.contains(&"ioscheduler".to_string()));
-    // log_avg_msec, write_bw_log, write_lat_log and invalidate (page cache)
-    // are modelled.
-    assert_eq!(f.ignored.len(), 27);
+    // log_avg_msec, write_bw_log, write_lat_log, invalidate (page cache)
+    // and overwrite (the file's layout on ext4) are modelled.
+    assert_eq!(f.ignored.len(), 26);
+    assert!(!f.ignored.contains(&"overwrite".to_string()));
     let mut sorted = f.ignored.clone();
     sorted.sort();
     sorted.dedup();

@@ -137,6 +137,7 @@ impl BlockLayer {
                 env.done.push(BioDone {
                     owner: nb.owner,
                     at: env.now,
+                    cpu: nb.cpu,
                 });
                 return None;
             }

@@ -84,6 +84,9 @@ pub struct BioSubmit {
 pub struct BioDone {
     pub owner: u64,
     pub at: Ns,
+    /// The CPU its completion ran on (`bio_endio`'s context: where the
+    /// request completed).
+    pub cpu: u16,
 }
 
 /// Whether the submitting task could go on.
@@ -1712,6 +1715,7 @@ impl BlockLayer {
             env.done.push(BioDone {
                 owner: bio.owner,
                 at: self.cpu.now().max(env.now),
+                cpu: self.cpu.current(),
             });
             self.inv.bios_completed += 1;
             self.bio_free.push(b);

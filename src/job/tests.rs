@@ -528,14 +528,7 @@ fn ignored_options_are_listed_once() {
     );
     assert_eq!(
         f.ignored,
-        vec![
-            "thread",
-            "verify",
-            "unlink",
-            "fill_device",
-            "ioscheduler",
-            "hipri"
-        ]
+        vec!["thread", "verify", "fill_device", "ioscheduler", "hipri"]
     );
     assert_eq!(
         f.global_options,

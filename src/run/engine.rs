@@ -662,7 +662,7 @@ impl Simulation {
                     continue;
                 }
                 let (task, job, mut cx) = self.task_cx(owner.task);
-                job.bio_done(task, owner.tag, d.at, &mut cx);
+                job.bio_done(task, owner.tag, d.at, d.cpu, &mut cx);
             }
             self.done.clear();
             if self.to_step.is_empty() {

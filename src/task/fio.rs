@@ -412,8 +412,9 @@ impl FioJob {
         }
     }
 
-    /// A bio of this job completed at `at` (`tag` is its I/O unit).
-    pub fn bio_done(&mut self, task: &mut Task, tag: u32, at: Ns, cx: &mut TaskCx) {
+    /// A bio of this job completed at `at` on `cpu` (`tag` is its I/O
+    /// unit).
+    pub fn bio_done(&mut self, task: &mut Task, tag: u32, at: Ns, cpu: u16, cx: &mut TaskCx) {
         if tag >= RA_TAG_BASE {
             self.ra_bio_done(task, tag - RA_TAG_BASE, at, cx);
             return;
@@ -446,7 +447,7 @@ impl FioJob {
             return;
         }
         if iou.pieces_left == 0 {
-            let at = self.convert_after_dio(task, slot, at, cx);
+            let at = self.convert_after_dio(slot, at, cpu, cx);
             let iou = &mut self.ious[slot];
             iou.done = at.max(iou.issue);
             self.completed.push_back(slot as u32);
@@ -925,6 +926,7 @@ impl FioJob {
                     }
                     .token(),
                     at,
+                    cpu: task.cpu,
                 });
             }
         } else {
@@ -1237,11 +1239,12 @@ impl FioJob {
         cx.kick_jbd2();
     }
 
-    /// The bios of a direct write into unwritten blocks are done at `at`:
-    /// the `dio/DEV` kworker on the completing CPU converts the extents,
-    /// one conversion of a file at a time (`i_data_sem` for writing), and
-    /// only then does the write complete. Returns when it does.
-    fn convert_after_dio(&mut self, task: &Task, slot: usize, at: Ns, cx: &mut TaskCx) -> Ns {
+    /// The bios of a direct write into unwritten blocks are done at `at`
+    /// on `cpu`: the `dio/DEV` kworker there (a per-CPU workqueue; the work
+    /// is queued where the bio completed) converts the extents, one
+    /// conversion of a file at a time (`i_data_sem` for writing), and only
+    /// then does the write complete. Returns when it does.
+    fn convert_after_dio(&mut self, slot: usize, at: Ns, cpu: u16, cx: &mut TaskCx) -> Ns {
         let Some(file) = self.ious[slot].convert.take() else {
             return at;
         };
@@ -1249,7 +1252,7 @@ impl FioJob {
         let (first, end) = (iou.offset / PAGE, (iou.offset + iou.len).div_ceil(PAGE));
         let fs = cx.fs.as_deref_mut().expect("ext4");
         let ready = at.max(fs.conversion_free(file));
-        cx.block.cpu_begin(task.cpu, ready);
+        cx.block.cpu_begin(cpu, ready);
         cx.block.cpu_charge(self.costs.dio_convert_ns);
         let done = cx.block.cpu_end();
         let fs = cx.fs.as_deref_mut().expect("ext4");
