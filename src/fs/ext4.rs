@@ -310,10 +310,15 @@ impl Ext4 {
     /// (`ext4_do_writepages` → `mpage_map_and_submit_extent`): pages not
     /// yet written get their blocks allocated or converted in a handle.
     pub fn writeback(&mut self, file: u32, start: u64, end: u64, now: Ns) {
+        self.map_unwritten(file, start, end, true, now);
+    }
+
+    /// Map every run of `[start, end)` not yet written (`map_run`).
+    fn map_unwritten(&mut self, file: u32, start: u64, end: u64, buffered: bool, now: Ns) {
         let mut gaps = std::mem::take(&mut self.gaps);
         self.unwritten_runs(file, start, end, &mut gaps);
         for &(s, e) in &gaps {
-            self.map_run(file, s, e, true, now);
+            self.map_run(file, s, e, buffered, now);
         }
         self.gaps = gaps;
     }
@@ -335,12 +340,7 @@ impl Ext4 {
     /// metadata joins the running transaction; no ordered data (the data
     /// is on the device before the conversion).
     pub fn dio_written(&mut self, file: u32, start: u64, end: u64, now: Ns) {
-        let mut gaps = std::mem::take(&mut self.gaps);
-        self.unwritten_runs(file, start, end, &mut gaps);
-        for &(s, e) in &gaps {
-            self.map_run(file, s, e, false, now);
-        }
-        self.gaps = gaps;
+        self.map_unwritten(file, start, end, false, now);
     }
 
     /// When `file`'s conversions let the next one start.
