@@ -151,6 +151,10 @@ const OPTIONS: &[(&str, &[&str])] = &[
     ("end_fsync", &["0", "1"]),
     ("fsync_on_close", &["0", "1"]),
     ("end_syncfs", &["0", "1"]),
+    ("invalidate", &["0", "1"]),
+    ("unlink", &["0", "1"]),
+    ("unlink_each_loop", &["0", "1"]),
+    ("overwrite", &["0", "1"]),
     ("sync", &["0", "1", "dsync", "none", "!what"]),
     ("nrfiles", &["1", "4", "!0", "!2000000"]),
     ("filename", &["/dev/sda", "/dev/nvme0n1:/dev/nvme1n1", "!"]),
@@ -211,6 +215,16 @@ const SCHEDULERS: &[&str] = &[
     "!bfqq",
     "!junk",
     " mq-deadline\n",
+];
+/// `--mount` values: ext4 with the options that change its journal, and
+/// some it refuses.
+const MOUNTS: &[&str] = &[
+    "ext4",
+    "ext4:nobarrier",
+    "ext4:data=writeback,journal_async_commit,commit=1",
+    "ext4:noatime,commit=1",
+    "!ext4:data=journal",
+    "!xfs",
 ];
 const DEVICES: &[&str] = &[
     "nvme",
@@ -339,6 +353,9 @@ fn case(r: &mut Rng) -> RunSpec {
         spec.machine.cpus = 0;
     }
     spec.cgroup_version = if r.chance(20) { 2 } else { 1 };
+    if r.chance(30) {
+        spec.mount = Some(r.pick(MOUNTS).to_string());
+    }
     spec.seed = r.next();
     // Bounded: a few simulated milliseconds per case.
     spec.max_runtime_ns = Some(1_000_000 + r.below(5) as u64 * 1_000_000);
