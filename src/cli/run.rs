@@ -55,7 +55,7 @@ pub const RUN_OPTS: &[Opt] = &[
     valued(
         "mount",
         "ext4[:OPTIONS]",
-        "the jobs' files are on ext4 on the device, mounted with OPTIONS\nas mount -o takes them (data=ordered|writeback, nobarrier,\ncommit=N, journal_async_commit, noatime, ...): buffered jobs\nget the jbd2 journal's commits, flushes and FUA",
+        "the jobs' files are on ext4 on the device, mounted with OPTIONS\nas mount -o takes them (data=ordered|writeback, nobarrier,\ncommit=N, journal_async_commit, noatime, ...): buffered jobs\nget the jbd2 journal's commits, flushes and FUA; direct jobs\next4's share of each call and the conversion of fallocated\nextents",
     ),
     valued(
         "max-runtime",
