@@ -475,10 +475,10 @@ impl PageCache {
     /// `truncate_inode_pages_final`): its clean and dirty pages go, dirty
     /// ones without being written (`folio_cancel_dirty`: Dirty falls and
     /// nothing reaches the device), a page re-dirtied under writeback loses
-    /// its dirty bit. Pages under writeback stay until it ends, and pages
-    /// being read until the read ends (truncation waits for both); the
-    /// caller waits and calls again. Returns whether pages under writeback
-    /// remain.
+    /// its dirty bit. Pages under writeback stay until it ends (truncation
+    /// waits for them): the caller waits and calls again. Pages a read has
+    /// locked stay too; the read completing makes them clean cache of the
+    /// name. Returns whether pages under writeback remain.
     pub fn delete_file(&mut self, file: u32, now: Ns) -> bool {
         let (first, end, dirty) = {
             let f = &self.files[file as usize];

@@ -326,31 +326,28 @@ impl Ext4 {
     /// Whether some block of `[start, end)` of `file` is not yet written
     /// (unwritten extent or hole): a direct write there ends in a
     /// conversion.
-    pub fn needs_conversion(&mut self, file: u32, start: u64, end: u64) -> bool {
-        let mut gaps = std::mem::take(&mut self.gaps);
-        self.unwritten_runs(file, start, end, &mut gaps);
-        let any = !gaps.is_empty();
-        self.gaps = gaps;
-        any
+    pub fn needs_conversion(&self, file: u32, start: u64, end: u64) -> bool {
+        // Written runs are disjoint and joined when they touch (`map_run`
+        // maps only gaps), so the range is written only if the run that
+        // holds `start` reaches `end`.
+        let w = &self.files[file as usize].written;
+        w.range(..=start).next_back().is_none_or(|(_, &e)| e < end)
     }
 
-    /// A direct write to `[start, end)` of `file` completed at `now` and
-    /// its blocks turn written (`ext4_convert_unwritten_extents`: holes
-    /// were allocated as unwritten at submission, so both convert): the
-    /// metadata joins the running transaction; no ordered data (the data
-    /// is on the device before the conversion).
+    /// The conversion of a direct write to `[start, end)` of `file` ended
+    /// at `now` and its blocks turn written
+    /// (`ext4_convert_unwritten_extents`: holes were allocated as unwritten
+    /// at submission, so both convert): the metadata joins the running
+    /// transaction; no ordered data (the data is on the device before the
+    /// conversion). The file's next conversion starts no earlier.
     pub fn dio_written(&mut self, file: u32, start: u64, end: u64, now: Ns) {
         self.map_unwritten(file, start, end, false, now);
+        self.files[file as usize].conversion_free = now;
     }
 
     /// When `file`'s conversions let the next one start.
     pub fn conversion_free(&self, file: u32) -> Ns {
         self.files[file as usize].conversion_free
-    }
-
-    /// A conversion of `file` holds it until `at`.
-    pub fn set_conversion_free(&mut self, file: u32, at: Ns) {
-        self.files[file as usize].conversion_free = at;
     }
 
     /// The runs of `[start, end)` not yet written.
@@ -645,6 +642,8 @@ mod tests {
         assert!(f.needs_conversion(1, 110, 111), "fallocated");
         f.dio_written(1, 110, 111, 0);
         assert!(!f.needs_conversion(1, 110, 111));
+        assert!(f.needs_conversion(1, 110, 112), "partly written");
+        assert!(f.needs_conversion(1, 109, 111), "partly written");
         let t = f.journal.running.take().unwrap();
         // The inode block only (a conversion, no allocation), and no
         // ordered data: the data is on the device before the conversion.

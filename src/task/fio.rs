@@ -1257,7 +1257,6 @@ impl FioJob {
         let done = cx.block.cpu_end();
         let fs = cx.fs.as_deref_mut().expect("ext4");
         fs.dio_written(file, first, end, done);
-        fs.set_conversion_free(file, done);
         cx.kick_jbd2();
         done
     }
