@@ -13,7 +13,6 @@
 
 use crate::sim::time::Ns;
 use serde::Deserialize;
-use std::collections::VecDeque;
 
 /// CPU cost of one scheduler's hooks, ns per call.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
@@ -357,8 +356,7 @@ impl HookLock {
 }
 
 /// One lock: when it is free, who held it last, when each CPU last
-/// released it (who is contending), and the holds still ahead of the event
-/// clock.
+/// released it (who is contending), and its last few holds.
 ///
 /// Why the holds: work is charged in event order, but a CPU's clock may run
 /// ahead of the event clock (it was busy), so two CPUs can ask for the lock
@@ -369,7 +367,7 @@ impl HookLock {
 /// CPU runs completions ahead of the submitter's, BFQ's locked completion
 /// hook cost 17% of the IOPS even with every hook cost set to zero. So an
 /// earlier request fits into a gap between the holds when it can (`holds`:
-/// disjoint, in time order, those ending before the event clock dropped).
+/// the last [`HOLDS_KEPT`], disjoint and in time order).
 ///
 /// The CPUs that released it within the contention window are kept in a
 /// list ordered by release time (`recent`, linked through `prev`/`next`),
@@ -388,25 +386,138 @@ struct LockState {
     head: u16,
     tail: u16,
     recent: u16,
-    /// Holds that may still be ahead of a CPU's clock: (start, end, CPU),
-    /// disjoint and in time order.
-    holds: VecDeque<Hold>,
-    /// The CPU of the latest hold forgotten (the holder before the first
-    /// remembered one, for the hand-off into a gap).
-    forgotten_cpu: u16,
+    /// Holds that may still be ahead of a CPU's clock.
+    holds: Holds,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Hold {
     start: Ns,
     end: Ns,
     cpu: u16,
 }
 
-/// At most this many holds are remembered ahead of the event clock (the
-/// oldest is forgotten beyond it; times before a forgotten hold's end then
-/// read as taken). Each CPU rarely has more than a few holds ahead.
-const HOLDS_KEPT: usize = 32;
+/// At most this many holds are remembered, the oldest forgotten first
+/// (nothing is then placed before its end). A CPU rarely has more than a
+/// hold or two ahead of the event clock.
+const HOLDS_KEPT: usize = 8;
+
+/// One lock's recent holds, disjoint and in time order, in a fixed ring
+/// (this runs for every locked hook: appending is a store and two adds).
+#[derive(Clone, Debug, Default)]
+struct Holds {
+    h: [Hold; HOLDS_KEPT],
+    /// Index of the oldest remembered hold, and how many there are.
+    head: usize,
+    len: usize,
+    /// The latest hold forgotten: nothing goes before its end, and its CPU
+    /// is the holder before the first remembered hold (for the hand-off).
+    forgotten_end: Ns,
+    forgotten_cpu: u16,
+    /// Where the run of back-to-back holds that ends at the lock's `free`
+    /// began: a request that cannot end by then finds no gap (the quick
+    /// answer under contention, where waiters take the lock as it frees).
+    busy_from: Ns,
+}
+
+impl Holds {
+    fn new() -> Holds {
+        Holds {
+            forgotten_cpu: NO_CPU,
+            ..Holds::default()
+        }
+    }
+
+    /// The `i`-th oldest remembered hold.
+    #[inline]
+    fn get(&self, i: usize) -> Hold {
+        self.h[(self.head + i) % HOLDS_KEPT]
+    }
+
+    /// Append `hold`, the latest so far (the lock was free from
+    /// `prev_free`), forgetting the oldest when full.
+    #[inline]
+    fn push(&mut self, hold: Hold, prev_free: Ns) {
+        if hold.start > prev_free {
+            self.busy_from = hold.start;
+        }
+        if hold.end <= hold.start {
+            return;
+        }
+        if self.len == HOLDS_KEPT {
+            self.forget_oldest();
+        }
+        self.h[(self.head + self.len) % HOLDS_KEPT] = hold;
+        self.len += 1;
+    }
+
+    #[inline]
+    fn forget_oldest(&mut self) {
+        let old = self.h[self.head];
+        self.forgotten_end = self.forgotten_end.max(old.end);
+        self.forgotten_cpu = old.cpu;
+        self.head = (self.head + 1) % HOLDS_KEPT;
+        self.len -= 1;
+    }
+
+    /// Place `hold` before the `at`-th oldest (a gap found by [`Holds::gap`]).
+    #[cold]
+    fn insert(&mut self, at: usize, hold: Hold) {
+        if hold.end <= hold.start {
+            return;
+        }
+        let mut all = [Hold::default(); HOLDS_KEPT + 1];
+        for (i, slot) in all.iter_mut().enumerate().take(self.len) {
+            *slot = self.get(i);
+        }
+        all.copy_within(at..self.len, at + 1);
+        all[at] = hold;
+        let mut n = self.len + 1;
+        let mut first = 0;
+        if n > HOLDS_KEPT {
+            // The oldest goes (the new hold itself when it is the oldest).
+            self.forgotten_end = self.forgotten_end.max(all[0].end);
+            self.forgotten_cpu = all[0].cpu;
+            first = 1;
+            n -= 1;
+        }
+        self.h[..n].copy_from_slice(&all[first..first + n]);
+        self.head = 0;
+        self.len = n;
+    }
+
+    /// The earliest gap at or after `t`, ending by `free`, where CPU `cur`
+    /// can hold the lock for `ns`, a hand-off first when the hold before the
+    /// gap was another CPU's: (its index, start, hand-off). None when no gap
+    /// is long enough (the request waits until `free`).
+    #[cold]
+    fn gap(&self, cur: u16, t: Ns, ns: Ns, handoff: Ns, free: Ns) -> Option<(usize, Ns, Ns)> {
+        let (mut start, mut before) = (t.max(self.forgotten_end), self.forgotten_cpu);
+        let fits = |start: Ns, before: u16, until: Ns| {
+            let extra = if before != cur && before != NO_CPU {
+                handoff
+            } else {
+                0
+            };
+            (start.saturating_add(extra).saturating_add(ns) <= until).then_some(extra)
+        };
+        for i in 0..self.len {
+            let h = self.get(i);
+            if h.end <= start {
+                before = h.cpu;
+                continue;
+            }
+            if let Some(extra) = fits(start, before, h.start) {
+                return Some((i, start, extra));
+            }
+            start = start.max(h.end);
+            before = h.cpu;
+        }
+        // After the last remembered hold only holds of no length (free
+        // ends one): nothing to wait for if it ends by then.
+        fits(start, before, free).map(|extra| (self.len, start, extra))
+    }
+}
 
 const NO_CPU: u16 = u16::MAX;
 
@@ -422,71 +533,8 @@ impl LockState {
             head: NO_CPU,
             tail: NO_CPU,
             recent: 0,
-            holds: VecDeque::new(),
-            forgotten_cpu: NO_CPU,
+            holds: Holds::new(),
         }
-    }
-
-    /// Forget holds that ended before `clock` (no CPU asks before it).
-    #[inline]
-    fn forget_before(&mut self, clock: Ns) {
-        while self.holds.front().is_some_and(|h| h.end <= clock) {
-            self.forget_oldest();
-        }
-    }
-
-    fn forget_oldest(&mut self) {
-        if let Some(h) = self.holds.pop_front() {
-            self.forgotten_cpu = h.cpu;
-        }
-    }
-
-    /// A hold from `start` to `end` after every remembered one.
-    #[inline]
-    fn push_hold(&mut self, start: Ns, end: Ns, cpu: u16) {
-        if end > start {
-            if self.holds.len() == HOLDS_KEPT {
-                self.forget_oldest();
-            }
-            self.holds.push_back(Hold { start, end, cpu });
-        }
-    }
-
-    /// The earliest gap at or after `t` (ending by `free`) where CPU `cur`
-    /// can hold the lock for `ns`, a hand-off first when the hold before the
-    /// gap was another CPU's: (where it goes in `holds`, start, hand-off).
-    /// None when no gap is long enough (the request waits until `free`).
-    #[cold]
-    fn gap(&self, cur: u16, t: Ns, ns: Ns, handoff: Ns) -> Option<(usize, Ns, Ns)> {
-        let (mut start, mut before) = (t, self.forgotten_cpu);
-        for (i, h) in self.holds.iter().enumerate() {
-            if h.end <= start {
-                before = h.cpu;
-                continue;
-            }
-            let extra = if before != cur && before != NO_CPU {
-                handoff
-            } else {
-                0
-            };
-            if start.saturating_add(extra).saturating_add(ns) <= h.start {
-                return Some((i, start, extra));
-            }
-            start = start.max(h.end);
-            before = h.cpu;
-        }
-        // After the last remembered hold only holds of no length (free
-        // ends one): nothing to wait for if it ends by then.
-        let extra = if before != cur && before != NO_CPU {
-            handoff
-        } else {
-            0
-        };
-        (start.saturating_add(extra).saturating_add(ns) <= self.free).then_some((
-            self.holds.len(),
-            start,
-            extra,
-        ))
     }
 
     fn unlink(&mut self, c: u16) {
@@ -557,9 +605,6 @@ pub struct CpuState {
     cur_t: Ns,
     /// When the current piece of work started (for the busy total).
     cur_begin: Ns,
-    /// The latest event time work began at: no CPU asks for a lock before
-    /// it, so holds that ended earlier are forgotten.
-    clock: Ns,
     /// Total CPU time charged per CPU (for utilisation).
     pub busy_ns: Vec<Ns>,
 }
@@ -572,7 +617,6 @@ impl CpuState {
             cur: 0,
             cur_t: 0,
             cur_begin: 0,
-            clock: 0,
             busy_ns: vec![0; nr_cpus],
         }
     }
@@ -586,7 +630,6 @@ impl CpuState {
     /// Start work on `cpu` at event time `now` (it waits for the CPU).
     pub fn begin(&mut self, cpu: u16, now: Ns) -> Ns {
         self.cur = cpu;
-        self.clock = self.clock.max(now);
         self.cur_t = now.max(self.free[cpu as usize]);
         self.cur_begin = self.cur_t;
         self.cur_t
@@ -628,9 +671,8 @@ impl CpuState {
     fn locked_at(&mut self, i: usize, ns: Ns, handoff: Ns) {
         let cur = self.cur;
         let l = &mut self.locks[i];
-        l.forget_before(self.clock);
-        if self.cur_t < l.free {
-            if let Some((at, start, extra)) = l.gap(cur, self.cur_t, ns, handoff) {
+        if self.cur_t < l.free && self.cur_t.saturating_add(ns) <= l.holds.busy_from {
+            if let Some((at, start, extra)) = l.holds.gap(cur, self.cur_t, ns, handoff, l.free) {
                 // Taken and released before a later hold: `free`, the owner
                 // and the contenders (all about the latest release) stay.
                 let end = start + extra + ns;
@@ -642,14 +684,12 @@ impl CpuState {
                         cpu: cur,
                     },
                 );
-                if l.holds.len() > HOLDS_KEPT {
-                    l.forget_oldest();
-                }
                 self.cur_t = end;
                 return;
             }
         }
-        let start = self.cur_t.max(l.free);
+        let prev_free = l.free;
+        let start = self.cur_t.max(prev_free);
         let extra = if l.owner == cur || l.owner == u16::MAX {
             0
         } else if l.last.len() <= 2 {
@@ -664,7 +704,14 @@ impl CpuState {
         l.free = end;
         l.owner = cur;
         l.released(cur, end);
-        l.push_hold(start, end, cur);
+        l.holds.push(
+            Hold {
+                start,
+                end,
+                cpu: cur,
+            },
+            prev_free,
+        );
     }
 
     #[cold]
@@ -808,10 +855,50 @@ mod tests {
         s.begin(1, 900);
         s.locked(100, 50);
         assert_eq!(s.end(), 1_250);
-        // Holds behind the event clock are forgotten.
-        s.begin(0, 2_000);
-        s.locked(10, 50);
-        assert_eq!(s.locks[0].holds.len(), 1);
+        // Full: the oldest goes, and nothing is placed before a forgotten
+        // hold's end.
+        for k in 0..HOLDS_KEPT as Ns {
+            s.begin(0, 2_000 + 100 * k);
+            s.charge(1_000);
+            s.locked(10, 50);
+            s.end();
+        }
+        let holds = &s.locks[0].holds;
+        assert_eq!(holds.len, HOLDS_KEPT);
+        assert!(holds.forgotten_end >= 1_250, "{}", holds.forgotten_end);
+        let kept: Vec<Hold> = (0..holds.len).map(|i| holds.get(i)).collect();
+        assert!(kept.windows(2).all(|w| w[0].end <= w[1].start));
+    }
+
+    /// Mutual exclusion, whatever the order CPUs ask in: over a
+    /// pseudo-random mix of CPUs whose clocks run ahead of the event clock,
+    /// no two holds of the lock overlap, and gaps are used.
+    #[test]
+    fn holds_never_overlap() {
+        let n = 4;
+        let mut s = CpuState::new(n);
+        let mut x: u64 = 99;
+        let mut now: Ns = 0;
+        let mut held: Vec<(Ns, Ns)> = Vec::new();
+        let mut early = 0;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let cpu = ((x >> 33) % n as u64) as u16;
+            now += (x >> 40) % 3_000;
+            s.begin(cpu, now);
+            s.charge((x >> 10) % 4_000);
+            let ns = 1 + (x >> 20) % 500;
+            let free = s.locks[0].free;
+            s.locked(ns, 0);
+            let end = s.end();
+            early += usize::from(end < free);
+            held.push((end - ns, end));
+        }
+        held.sort_unstable();
+        assert!(held.windows(2).all(|w| w[0].1 <= w[1].0), "overlap");
+        assert!(early > 1_000, "{early}");
     }
 
     #[test]
