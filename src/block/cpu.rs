@@ -780,6 +780,15 @@ mod tests {
         assert_eq!(s.end(), 220, "CPU 1 held it last");
     }
 
+    /// The next value of a 64-bit linear congruential sequence (Knuth's
+    /// MMIX constants): a cheap, fixed pseudo-random mix for these tests.
+    fn lcg(x: &mut u64) -> u64 {
+        *x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *x
+    }
+
     /// The contender list gives the count a scan over every CPU's last
     /// release gives, over a pseudo-random mix of CPUs, gaps and costs.
     #[test]
@@ -787,13 +796,11 @@ mod tests {
         let n = 8;
         let mut s = CpuState::new(n);
         let mut last = vec![Ns::MAX; n];
-        let mut x: u64 = 12345;
+        let mut seed: u64 = 12345;
         let mut now: Ns = 0;
         let (mut checked, mut gaps) = (0, 0);
         for _ in 0..20_000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            let x = lcg(&mut seed);
             let cpu = ((x >> 33) % n as u64) as u16;
             now += (x >> 40) % 4_000;
             let ns = (x >> 20) % 3_000;
@@ -877,14 +884,12 @@ mod tests {
     fn holds_never_overlap() {
         let n = 4;
         let mut s = CpuState::new(n);
-        let mut x: u64 = 99;
+        let mut seed: u64 = 99;
         let mut now: Ns = 0;
         let mut held: Vec<(Ns, Ns)> = Vec::new();
         let mut early = 0;
         for _ in 0..20_000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            let x = lcg(&mut seed);
             let cpu = ((x >> 33) % n as u64) as u16;
             now += (x >> 40) % 3_000;
             s.begin(cpu, now);
