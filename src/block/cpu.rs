@@ -444,20 +444,18 @@ impl Holds {
         if hold.end <= hold.start {
             return;
         }
+        let slot = (self.head + self.len) % HOLDS_KEPT;
         if self.len == HOLDS_KEPT {
-            self.forget_oldest();
+            // Full: the new hold takes the oldest's slot. Holds are disjoint
+            // and in time order, so the oldest ends after every forgotten one.
+            let old = self.h[slot];
+            self.forgotten_end = old.end;
+            self.forgotten_cpu = old.cpu;
+            self.head = (self.head + 1) % HOLDS_KEPT;
+        } else {
+            self.len += 1;
         }
-        self.h[(self.head + self.len) % HOLDS_KEPT] = hold;
-        self.len += 1;
-    }
-
-    #[inline]
-    fn forget_oldest(&mut self) {
-        let old = self.h[self.head];
-        self.forgotten_end = self.forgotten_end.max(old.end);
-        self.forgotten_cpu = old.cpu;
-        self.head = (self.head + 1) % HOLDS_KEPT;
-        self.len -= 1;
+        self.h[slot] = hold;
     }
 
     /// Place `hold` before the `at`-th oldest (a gap found by [`Holds::gap`]).
@@ -492,30 +490,40 @@ impl Holds {
     /// is long enough (the request waits until `free`).
     #[cold]
     fn gap(&self, cur: u16, t: Ns, ns: Ns, handoff: Ns, free: Ns) -> Option<(usize, Ns, Ns)> {
-        let (mut start, mut before) = (t.max(self.forgotten_end), self.forgotten_cpu);
-        let fits = |start: Ns, before: u16, until: Ns| {
-            let extra = if before != cur && before != NO_CPU {
+        let mut start = t.max(self.forgotten_end);
+        let mut before = self.forgotten_cpu;
+        // Holds that end by `start` leave no gap after it; the first one that
+        // does not is where the search begins (holds are in time order).
+        let mut i = 0;
+        while i < self.len {
+            let h = &self.h[(self.head + i) % HOLDS_KEPT];
+            if h.end > start {
+                break;
+            }
+            before = h.cpu;
+            i += 1;
+        }
+        let extra_after = |before: u16| {
+            if before != cur && before != NO_CPU {
                 handoff
             } else {
                 0
-            };
-            (start.saturating_add(extra).saturating_add(ns) <= until).then_some(extra)
-        };
-        for i in 0..self.len {
-            let h = self.get(i);
-            if h.end <= start {
-                before = h.cpu;
-                continue;
             }
-            if let Some(extra) = fits(start, before, h.start) {
+        };
+        while i < self.len {
+            let h = &self.h[(self.head + i) % HOLDS_KEPT];
+            let extra = extra_after(before);
+            if start.saturating_add(extra).saturating_add(ns) <= h.start {
                 return Some((i, start, extra));
             }
             start = start.max(h.end);
             before = h.cpu;
+            i += 1;
         }
         // After the last remembered hold only holds of no length (free
         // ends one): nothing to wait for if it ends by then.
-        fits(start, before, free).map(|extra| (self.len, start, extra))
+        let extra = extra_after(before);
+        (start.saturating_add(extra).saturating_add(ns) <= free).then_some((self.len, start, extra))
     }
 }
 
@@ -667,27 +675,17 @@ impl CpuState {
         self.locks.resize_with(upto + 1, || LockState::new(n));
     }
 
-    #[inline]
+    #[inline(always)]
     fn locked_at(&mut self, i: usize, ns: Ns, handoff: Ns) {
         let cur = self.cur;
-        let l = &mut self.locks[i];
-        if self.cur_t < l.free && self.cur_t.saturating_add(ns) <= l.holds.busy_from {
-            if let Some((at, start, extra)) = l.holds.gap(cur, self.cur_t, ns, handoff, l.free) {
-                // Taken and released before a later hold: `free`, the owner
-                // and the contenders (all about the latest release) stay.
-                let end = start + extra + ns;
-                l.holds.insert(
-                    at,
-                    Hold {
-                        start,
-                        end,
-                        cpu: cur,
-                    },
-                );
-                self.cur_t = end;
-                return;
-            }
+        let l = &self.locks[i];
+        if self.cur_t < l.free
+            && self.cur_t.saturating_add(ns) <= l.holds.busy_from
+            && self.took_gap(i, ns, handoff)
+        {
+            return;
         }
+        let l = &mut self.locks[i];
         let prev_free = l.free;
         let start = self.cur_t.max(prev_free);
         let extra = if l.owner == cur || l.owner == u16::MAX {
@@ -712,6 +710,32 @@ impl CpuState {
             },
             prev_free,
         );
+    }
+
+    /// Take lock `i` in a gap before a later CPU's hold, when the current
+    /// CPU's clock is behind it and the work fits (kept out of line: the
+    /// common path is the append above).
+    #[cold]
+    #[inline(never)]
+    fn took_gap(&mut self, i: usize, ns: Ns, handoff: Ns) -> bool {
+        let cur = self.cur;
+        let l = &mut self.locks[i];
+        let Some((at, start, extra)) = l.holds.gap(cur, self.cur_t, ns, handoff, l.free) else {
+            return false;
+        };
+        // Taken and released before a later hold: `free`, the owner and the
+        // contenders (all about the latest release) stay.
+        let end = start + extra + ns;
+        l.holds.insert(
+            at,
+            Hold {
+                start,
+                end,
+                cpu: cur,
+            },
+        );
+        self.cur_t = end;
+        true
     }
 
     #[cold]
