@@ -88,3 +88,53 @@ fn a_faster_host_is_faster_and_the_wake_up_is_its_own() {
         lat_us(&base)
     );
 }
+
+/// Per-job IOPS of `examples/lab/randread-2x32.fio` (two QD32 readers on
+/// two CPUs, so the worker shares a CPU with a job) on the built-in
+/// `device`, or on the profile text `profile` when given.
+fn two_jobs(device: &str, profile: Option<String>) -> Vec<f64> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("examples/lab/randread-2x32.fio")).unwrap();
+    let mut spec = RunSpec::new(JobSource::text("randread-2x32.fio", &text))
+        .device(device)
+        .scheduler("none")
+        .cpus(2);
+    spec.device.profile = profile;
+    let r = run::run(&spec).expect("runs");
+    let per_job: Vec<f64> = r
+        .jobs
+        .iter()
+        .map(|j| j.stats.total_ios(Ddir::Read) as f64 / (j.elapsed_ns as f64 / 1e9))
+        .collect();
+    eprintln!("{device}, 2 jobs x QD32: {per_job:?} IOPS");
+    assert_eq!(per_job.len(), 2);
+    per_job
+}
+
+fn equal(per_job: &[f64]) -> bool {
+    let (lo, hi) = (per_job[0].min(per_job[1]), per_job[0].max(per_job[1]));
+    lo > 0.9 * hi
+}
+
+/// The kernel serves the two jobs equally (measured 79-84k IOPS in all on
+/// the tmpfs loop, 2026-11-29).
+#[test]
+fn two_jobs_share_the_workers_cpu() {
+    let per_job = two_jobs("loop", None);
+    assert!(equal(&per_job), "{per_job:?}");
+}
+
+/// The same on a profile `calibrate` fitted on the lab VM that day.
+#[test]
+#[ignore = "on this calibrated profile the loop worker starves the job that shares its CPU: one \
+            job 174k IOPS, the other 17 (the worker delivers completions only when its list is \
+            empty, which the other job's submissions prevent; the built-in profile and a second \
+            calibration of the same hour give equal shares, so the model is bistable here). \
+            Needs the worker to share its CPU as a task does (issue 13)"]
+fn two_jobs_share_the_workers_cpu_on_a_calibrated_profile() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/loop-calibrated-2026-11-29.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let per_job = two_jobs(path.to_str().unwrap(), Some(text));
+    assert!(equal(&per_job), "{per_job:?}");
+}
