@@ -46,12 +46,10 @@ use std::collections::VecDeque;
 /// NULL dispatch with work pending (blk-mq.h).
 pub const RESOURCE_DELAY: Ns = 3 * NS_PER_MS;
 /// From a completion to kblockd's queue run (4.11–4.14 with a scheduler):
-/// waking the kworker on the completing CPU costs a context switch; the
-/// same 1.5 µs as the task layer's switch cost (task/runqueue.rs
-/// CONTEXT_SWITCH_NS, which block/ may not import: it sits above), not a
-/// fitted value. E2's results hardly move between 1.5 and 50 µs (read
-/// latency 1.06–1.09 ms).
-const KBLOCKD_WAKE_NS: Ns = 1_500;
+/// waking the kworker on the completing CPU costs a context switch, the
+/// task layer's figure, not a fitted value. E2's results hardly move between
+/// 1.5 and 50 µs (read latency 1.06–1.09 ms).
+const KBLOCKD_WAKE_NS: Ns = cpu::CONTEXT_SWITCH_NS;
 /// BLK_MAX_REQUEST_COUNT: plug flush threshold (32; 64 for multiple queues).
 pub const PLUG_MAX_REQUESTS: usize = 32;
 /// BLK_PLUG_FLUSH_SIZE: flush the plug when its last request is ≥ 128 KiB.

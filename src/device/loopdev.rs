@@ -29,6 +29,7 @@
 
 use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
+use crate::block::cpu::CONTEXT_SWITCH_NS;
 use crate::block::driver::{Device, DeviceCmd, DeviceCpus, DeviceOut, QueueLimits, Submit};
 use crate::block::request::{Op, RqId};
 use crate::sim::time::{Ns, NS_PER_SEC};
@@ -67,11 +68,11 @@ pub fn check(p: &LoopParams) -> Result<(), BadValue> {
 const WORKER_TOKEN: u64 = 0;
 /// A switch between the worker and ksoftirqd, reference core: two kernel
 /// threads, so no address-space switch — taken as half the task layer's
-/// 1.5 us (task/runqueue.rs CONTEXT_SWITCH_NS, which includes one). A model
+/// context switch (CONTEXT_SWITCH_NS, 1.5 us, which includes one). A model
 /// assumption partly chosen on data: of 0, 0.75 and 1.5 us, refitted on one
 /// lab measurement, 0 starved two of four jobs and 1.5 fitted the probes
 /// worst (15.3% against 10.9%); see the README's loop section.
-const KSOFTIRQD_SWITCH_NS: Ns = 750;
+const KSOFTIRQD_SWITCH_NS: Ns = CONTEXT_SWITCH_NS / 2;
 
 pub struct Loop {
     limits: QueueLimits,

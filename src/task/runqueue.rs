@@ -36,11 +36,9 @@ use crate::sim::time::Ns;
 /// multiplied by the tunable scaling factor.
 const BASE_SLICE_NS: Ns = 750_000;
 
-/// A context switch between two tasks: saving and restoring state, the
-/// scheduler's own work and the cache and TLB misses after it — about
-/// 1.5 us on a ~2.4 GHz x86 core (lmbench `lat_ctx`-class figures). A model
-/// assumption, scaled by the machine's CPU speed.
-pub const CONTEXT_SWITCH_NS: Ns = 1_500;
+/// A context switch between two tasks (block::cpu, where the layers
+/// below also charge it).
+pub use crate::block::cpu::CONTEXT_SWITCH_NS;
 
 /// `1 + ilog2(min(ncpus, 8))`: the kernel's default (logarithmic) scaling of
 /// its latency tunables with the number of CPUs (`get_update_sysctl_factor`).
