@@ -153,10 +153,17 @@ pub fn rows(inp: &Inputs) -> Vec<Row> {
             .collect();
         let Some(r0) = rounds.first() else { continue };
         let sim = sim_rows(s);
-        let several = r0.len() > 1;
-        let total = |r: &[GroupRow]| r.iter().map(|g| g.iops).sum::<f64>();
-        let sim_total = sim.as_deref().map(total).unwrap_or(0.0);
         for g in r0 {
+            // Shares are of the reporting group's IOPS: groups apart in
+            // the job (`stonewall`, `new_group`) did not share the device.
+            let several = r0.iter().filter(|x| x.groupid == g.groupid).count() > 1;
+            let total = |r: &[GroupRow]| {
+                r.iter()
+                    .filter(|x| x.groupid == g.groupid)
+                    .map(|x| x.iops)
+                    .sum::<f64>()
+            };
+            let sim_total = sim.as_deref().map(total).unwrap_or(0.0);
             let vals: Vec<GroupRow> = rounds
                 .iter()
                 .filter_map(|r| find(r, &g.name, g.dir))
@@ -788,6 +795,53 @@ mod tests {
             meas_share: None,
             sim_share: None,
         }
+    }
+
+    /// `rows` over a lab result whose one round is a simulation of `job`.
+    fn rows_of_job(job: &str) -> Vec<Row> {
+        let settings = SimSettings {
+            profile: crate::device::profile::builtin("ram").unwrap(),
+            sets: Vec::new(),
+            max_runtime: None,
+            cpus: 2,
+            memory: None,
+            mount: None,
+        };
+        let report = simulate_with(&JobSource::text("t.fio", job), "none", &settings).unwrap();
+        let lab = LabResult {
+            schedulers: vec!["none".into()],
+            runs: vec![super::super::runner::LabRun {
+                scheduler: "none".into(),
+                round: 1,
+                report: report.clone(),
+                cpu: Default::default(),
+                wall_ns: 0,
+                disk_log: Vec::new(),
+            }],
+            ..Default::default()
+        };
+        rows(&Inputs {
+            lab: &lab,
+            sims: vec![("none".into(), Ok(report))],
+        })
+    }
+
+    #[test]
+    fn shares_only_among_groups_that_ran_together() {
+        let common =
+            "[global]\nfilename=/dev/x\nioengine=libaio\ndirect=1\nbs=4k\nrw=randread\nsize=4m\n";
+        let apart = rows_of_job(&format!(
+            "{common}[a]\niodepth=1\n[b]\nstonewall\niodepth=4\n"
+        ));
+        assert_eq!(apart.len(), 2);
+        assert!(apart
+            .iter()
+            .all(|r| r.meas_share.is_none() && r.sim_share.is_none()));
+        let together = rows_of_job(&format!("{common}[a]\niodepth=1\n[b]\niodepth=4\n"));
+        assert_eq!(together.len(), 2);
+        let sum: f64 = together.iter().map(|r| r.sim_share.unwrap()).sum();
+        assert!((sum - 1.0).abs() < 1e-9, "{sum}");
+        assert!(together.iter().all(|r| r.meas_share.is_some()));
     }
 
     #[test]
