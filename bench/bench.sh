@@ -182,7 +182,7 @@ done
   echo
   echo "Simulated IOPS (not wall-clock) of 4 KiB random reads at iodepth 128, one job per CPU,"
   echo "with the default CPU costs (about 2.4 us of CPU per I/O without a scheduler; mq-deadline"
-  echo "0.7 us of hooks under the queue lock, after bfq-iosched.rst; see src/block/cpu.rs)."
+  echo "0.83 us of hooks under the queue lock on 6.x, 0.7 us before 5.14; see src/sched/mod.rs)."
   echo
   echo "| CPUs | $(printf '%s | ' "${SCHEDS[@]}")mq-deadline vs none |"
   echo "|---:|$(printf -- '---:|%.0s' "${SCHEDS[@]}")---:|"

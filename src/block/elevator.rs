@@ -22,6 +22,7 @@ use super::legacy::DispatchList;
 use super::request::{Op, RequestArena, RqId};
 use super::sysfs;
 use crate::cgroup::{CgroupTree, IoPrio};
+use crate::kernel::Version;
 use crate::sim::time::{self, Ns};
 
 /// Queue facts a scheduler may read (sysfs `queue/` values in effect and the
@@ -493,8 +494,12 @@ pub struct ElevatorType {
     pub lab: bool,
     pub imp: Imp,
     pub features: Features,
-    /// CPU cost of its hooks (the built-in model; a profile may override).
+    /// CPU cost of its hooks (the built-in model; a profile may override)
+    /// in kernels before the first of `cost_since`.
     pub cost: SchedCost,
+    /// (first kernel, cost): the hooks' cost from that kernel on, where the
+    /// scheduler's per-request work changed, in version order.
+    pub cost_since: &'static [(Version, SchedCost)],
 }
 
 impl ElevatorType {
@@ -504,6 +509,14 @@ impl ElevatorType {
     }
     pub fn is_legacy(&self) -> bool {
         matches!(self.imp, Imp::Legacy(_))
+    }
+    /// The built-in cost of its hooks in `kernel`.
+    pub fn cost_at(&self, kernel: Version) -> SchedCost {
+        self.cost_since
+            .iter()
+            .rev()
+            .find(|(since, _)| kernel >= *since)
+            .map_or(self.cost, |(_, c)| *c)
     }
     /// A fresh instance; None for "none" and for schedulers not built yet.
     pub fn instantiate(&self) -> Option<Box<dyn Elevator>> {
@@ -541,6 +554,7 @@ pub const NO_ELEVATOR: ElevatorType = ElevatorType {
         merge_ns: 0,
         locked: false,
     },
+    cost_since: &[],
 };
 
 impl std::fmt::Debug for ElevatorType {

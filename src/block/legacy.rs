@@ -1625,6 +1625,7 @@ mod hook_tests {
             merge_ns: 0,
             locked: false,
         },
+        cost_since: &[],
     };
 
     fn probe(dev: TestDevice, nr_requests: Option<u32>) -> Harness {

@@ -90,6 +90,7 @@ impl Config {
             &spec.settings,
             profile.cpu.clone().unwrap_or_default(),
             &all,
+            era.version,
         )?;
         let cgroup_version = CgroupVersion::from_number(spec.cgroup_version).ok_or_else(|| {
             InputError::new(

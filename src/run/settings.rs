@@ -8,6 +8,7 @@ use crate::block::cpu::CpuCosts;
 use crate::block::elevator::ElevatorType;
 use crate::block::knobs::{QueueKnobs, QUEUE_KNOBS};
 use crate::cache::vm::VmSettings;
+use crate::kernel::Version;
 use crate::sched;
 
 /// Settings sorted by what they configure, in the order given.
@@ -35,11 +36,13 @@ fn bad(setting: &Setting, message: String) -> InputError {
 
 /// Sort `settings` into their kinds and check each against what it names.
 /// `schedulers` are the run's schedulers (the first and every switch
-/// target): an `iosched/` tunable must belong to one of them.
+/// target): an `iosched/` tunable must belong to one of them. `kernel` is
+/// the run's era (a scheduler's built-in hook costs depend on it).
 pub fn interpret(
     settings: &[Setting],
     base_costs: CpuCosts,
     schedulers: &[&'static ElevatorType],
+    kernel: Version,
 ) -> Result<Settings, InputError> {
     let mut out = Settings {
         cpu_costs: base_costs,
@@ -51,7 +54,7 @@ pub fn interpret(
             check_tunable(s, name, v, schedulers)?;
             out.iosched.push((name.to_string(), v.to_string()));
         } else if let Some(name) = k.strip_prefix("cpu/") {
-            set_cost(&mut out.cpu_costs, name, v).map_err(|e| bad(s, e))?;
+            set_cost(&mut out.cpu_costs, name, v, kernel).map_err(|e| bad(s, e))?;
         } else if let Some(name) = k.strip_prefix("vm.") {
             out.vm.set(name, v).map_err(|e| bad(s, e))?;
         } else if let Some(rest) = k.strip_prefix("cgroup:") {
@@ -116,12 +119,17 @@ fn check_tunable(
 }
 
 /// `cpu/NAME=NS`: a cost of the path below the scheduler, or
-/// `cpu/SCHEDULER.HOOK`.
-pub fn set_cost(costs: &mut CpuCosts, name: &str, value: &str) -> Result<(), String> {
+/// `cpu/SCHEDULER.HOOK` (the other hooks keep `kernel`'s built-in costs).
+pub fn set_cost(
+    costs: &mut CpuCosts,
+    name: &str,
+    value: &str,
+    kernel: Version,
+) -> Result<(), String> {
     match name.split_once('.') {
         Some((sched_name, field)) => {
             let t = sched::find(sched_name).map_err(|e| format!("cpu/{name}: {e}"))?;
-            costs.set_sched(t.name, field, value, t.cost)
+            costs.set_sched(t.name, field, value, t.cost_at(kernel))
         }
         None => costs.set(name, value),
     }
@@ -154,12 +162,28 @@ mod tests {
             ],
             CpuCosts::default(),
             &run_scheds(&["mq-deadline"]),
+            Version::new(4, 12, 0),
         )
         .unwrap();
         assert_eq!(s.knobs.nr_requests, Some(64));
         assert_eq!(s.iosched, vec![("fifo_batch".into(), "1".into())]);
         let dl = sched::find("mq-deadline").unwrap();
-        assert_eq!(s.cpu_costs.sched_cost(dl.name, dl.cost).insert_ns, 9);
+        let old = s.cpu_costs.sched_cost(dl.name, dl.cost);
+        assert_eq!(old.insert_ns, 9);
+        // The other hooks keep the run's kernel's costs.
+        assert_eq!(old.dispatch_ns, dl.cost_at(Version::new(4, 12, 0)).dispatch_ns);
+        let newer = interpret(
+            &[set("cpu/mq-deadline.insert_ns", "9")],
+            CpuCosts::default(),
+            &run_scheds(&["mq-deadline"]),
+            Version::new(6, 17, 0),
+        )
+        .unwrap()
+        .cpu_costs
+        .sched_cost(dl.name, dl.cost);
+        assert_eq!(newer.insert_ns, 9);
+        assert_eq!(newer.dispatch_ns, sched::MQ_DEADLINE_5_14.dispatch_ns);
+        assert_ne!(newer.dispatch_ns, old.dispatch_ns);
         assert_eq!(s.cpu_costs.submit_ns, 7);
         assert_eq!(s.cgroup, vec![("a/b/blkio.weight".into(), "300".into())]);
     }
@@ -167,7 +191,13 @@ mod tests {
     #[test]
     fn errors_name_the_setting() {
         let check = |st: Setting, scheds: &[&str], want: &str| {
-            let e = interpret(&[st], CpuCosts::default(), &run_scheds(scheds)).unwrap_err();
+            let e = interpret(
+                &[st],
+                CpuCosts::default(),
+                &run_scheds(scheds),
+                Version::new(6, 17, 0),
+            )
+            .unwrap_err();
             assert!(e.option.as_deref().unwrap().starts_with("--set "), "{e:?}");
             assert!(e.message.contains(want), "{}", e.message);
         };
