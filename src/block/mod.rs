@@ -527,7 +527,9 @@ impl BlockLayer {
         self.elv_props = ElvProps::of(t);
         self.elv_generation = self.elv_generation.wrapping_add(1);
         let machine = &self.machine;
-        let builtin = t.cost_at(self.era.version).scaled(|ns| machine.scale_ns(ns));
+        let builtin = t
+            .cost_at(self.era.version)
+            .scaled(|ns| machine.scale_ns(ns));
         self.sched_cost = self
             .costs
             .at_hook_speed(self.costs.sched_cost(t.name, builtin));

@@ -182,13 +182,21 @@ pub const HOOK_PROBE: Probe = Probe {
 /// ratios to none stay predictions.
 pub const HOOK_SCHEDULER: &str = "mq-deadline";
 
-/// Pairs of [`HOOK_PROBE`] runs, under none and then under
-/// [`HOOK_SCHEDULER`] back to back, per pass. The fit's target is the
-/// median of the pairs' ratios: this VM's IOPS drift by ±6% between runs
-/// tens of seconds apart, about the size of the ratio being measured (one
-/// unpaired run gave 0.884 where three paired rounds of `validate` gave
-/// 0.87-0.97, median 0.956, on the same hour).
-pub const HOOK_PAIRS: usize = 3;
+/// Pairs of [`HOOK_PROBE`] runs, under none and [`HOOK_SCHEDULER`] back
+/// to back, per pass, spread over the pass's probes and every other one the
+/// other way round. The fit's target is the median of the pairs' ratios:
+/// this VM's IOPS drift by ±6% between runs tens of seconds apart, about
+/// the size of the ratio being measured (one unpaired run gave 0.884 where
+/// three paired rounds of `validate` gave 0.87-0.97, median 0.956, on the
+/// same hour). Three pairs back to back once measured 0.891 where
+/// `validate` measured 0.810 minutes later (2026-11-29), so five, spread.
+pub const HOOK_PAIRS: usize = 5;
+
+/// After how many of a pass's probes hook pair `pair` runs: evenly spaced,
+/// none before the first probe or after the last.
+fn hook_pair_after(pair: usize) -> usize {
+    (pair + 1) * PROBES.len() / (HOOK_PAIRS + 1)
+}
 
 /// Page-cache probes: 4 KiB `psync` calls on a 16 MiB range held in the
 /// page cache (`pre_read` reads it in before the measured phase for the
@@ -491,7 +499,7 @@ pub struct Measured {
     #[serde(default)]
     pub hook_point: Option<Point>,
     /// The median ratio of [`HOOK_SCHEDULER`]'s IOPS to none's over
-    /// [`HOOK_PAIRS`] back-to-back pairs of [`HOOK_PROBE`] runs (None:
+    /// [`HOOK_PAIRS`] pairs of [`HOOK_PROBE`] runs (None:
     /// saved by an older version; the ratio to the probe's none point then).
     #[serde(default)]
     pub hook_ratio: Option<f64>,
@@ -1034,35 +1042,49 @@ pub fn measure(
             Ok(pt)
         };
         let mut all: Vec<Vec<Point>> = vec![Vec::new(); PROBES.len()];
+        let hook_label = format!("{} {HOOK_SCHEDULER}", HOOK_PROBE.name);
+        let none_label = format!("{} none", HOOK_PROBE.name);
+        let (mut hook_points, mut ratios) = (Vec::new(), Vec::new());
         for pass in 1..=passes {
+            let mut pair = 0;
             for (i, p) in PROBES.iter().enumerate() {
                 all[i].push(run(p, p.name, pass)?);
+                // The hook pairs, spread over the pass.
+                while has_hook && pair < HOOK_PAIRS && hook_pair_after(pair) == i + 1 {
+                    let mut one = |sched: &str| -> Result<Point, String> {
+                        q.set_scheduler(sched)?;
+                        let label = if sched == "none" {
+                            &none_label
+                        } else {
+                            &hook_label
+                        };
+                        let pt = run(&HOOK_PROBE, label, pass);
+                        q.set_scheduler("none")?;
+                        pt
+                    };
+                    // Every other pair the other way round, so a drift of
+                    // the machine's speed within pairs cancels.
+                    let (none, with) = if pair % 2 == 0 {
+                        let none = one("none")?;
+                        (none, one(HOOK_SCHEDULER)?)
+                    } else {
+                        let with = one(HOOK_SCHEDULER)?;
+                        (one("none")?, with)
+                    };
+                    if none.main().iops > 0.0 {
+                        ratios.push(with.main().iops / none.main().iops);
+                    }
+                    hook_points.push(with);
+                    pair += 1;
+                }
             }
         }
         let points = all.iter().map(|v| median_point(v)).collect();
         // The hook probe, when the device offers its scheduler.
-        let hook = if has_hook {
-            let label = format!("{} {HOOK_SCHEDULER}", HOOK_PROBE.name);
-            let mut v = Vec::new();
-            let mut ratios = Vec::new();
-            for pass in 1..=passes {
-                for _ in 0..HOOK_PAIRS {
-                    let none = run(&HOOK_PROBE, &format!("{} none", HOOK_PROBE.name), pass)?;
-                    q.set_scheduler(HOOK_SCHEDULER)?;
-                    let with = run(&HOOK_PROBE, &label, pass);
-                    q.set_scheduler("none")?;
-                    let with = with?;
-                    if none.main().iops > 0.0 {
-                        ratios.push(with.main().iops / none.main().iops);
-                    }
-                    v.push(with);
-                }
-            }
+        let hook = has_hook.then(|| {
             let ratio = (!ratios.is_empty()).then(|| median(&ratios));
-            Some((median_point(&v), ratio))
-        } else {
-            None
-        };
+            (median_point(&hook_points), ratio)
+        });
         let mut cache = Vec::new();
         for p in CACHE_PROBES {
             let mut v = Vec::new();
@@ -1584,7 +1606,7 @@ pub fn calibrate_from(
             HOOK_PROBE.name,
             m.hook_ratio.map_or_else(
                 || ratio(m.hook_point, i.and_then(|i| m.points.get(i))),
-                |r| format!("{r:.3} (median of {HOOK_PAIRS} back-to-back pairs)")
+                |r| format!("{r:.3} (median of {HOOK_PAIRS} pairs)")
             ),
             ratio(best.hook_simulated, i.and_then(|i| best.simulated.get(i))),
         );
@@ -1646,6 +1668,13 @@ pub struct Calibration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hook_pairs_are_spread_inside_each_pass() {
+        let at: Vec<usize> = (0..HOOK_PAIRS).map(hook_pair_after).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{at:?}");
+        assert!(at[0] >= 1 && at[HOOK_PAIRS - 1] < PROBES.len(), "{at:?}");
+    }
 
     #[test]
     fn every_calibrated_profile_loads() {

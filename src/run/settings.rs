@@ -171,7 +171,10 @@ mod tests {
         let old = s.cpu_costs.sched_cost(dl.name, dl.cost);
         assert_eq!(old.insert_ns, 9);
         // The other hooks keep the run's kernel's costs.
-        assert_eq!(old.dispatch_ns, dl.cost_at(Version::new(4, 12, 0)).dispatch_ns);
+        assert_eq!(
+            old.dispatch_ns,
+            dl.cost_at(Version::new(4, 12, 0)).dispatch_ns
+        );
         let newer = interpret(
             &[set("cpu/mq-deadline.insert_ns", "9")],
             CpuCosts::default(),
