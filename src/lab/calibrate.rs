@@ -1045,31 +1045,32 @@ pub fn measure(
         let hook_label = format!("{} {HOOK_SCHEDULER}", HOOK_PROBE.name);
         let none_label = format!("{} none", HOOK_PROBE.name);
         let (mut hook_points, mut ratios) = (Vec::new(), Vec::new());
+        // One hook probe run under `sched`, back to none after it.
+        type Run<'r> = dyn FnMut(&Probe, &str, usize) -> Result<Point, String> + 'r;
+        let under = |run: &mut Run, sched: &str, pass: usize| -> Result<Point, String> {
+            if sched == "none" {
+                return run(&HOOK_PROBE, &none_label, pass);
+            }
+            q.set_scheduler(sched)?;
+            let pt = run(&HOOK_PROBE, &hook_label, pass);
+            q.set_scheduler("none")?;
+            pt
+        };
         for pass in 1..=passes {
             let mut pair = 0;
             for (i, p) in PROBES.iter().enumerate() {
                 all[i].push(run(p, p.name, pass)?);
-                // The hook pairs, spread over the pass.
+                // The hook pairs, spread over the pass; every other pair
+                // the other way round, so a drift of the machine's speed
+                // within pairs cancels.
                 while has_hook && pair < HOOK_PAIRS && hook_pair_after(pair) == i + 1 {
-                    let mut one = |sched: &str| -> Result<Point, String> {
-                        q.set_scheduler(sched)?;
-                        let label = if sched == "none" {
-                            &none_label
-                        } else {
-                            &hook_label
-                        };
-                        let pt = run(&HOOK_PROBE, label, pass);
-                        q.set_scheduler("none")?;
-                        pt
-                    };
-                    // Every other pair the other way round, so a drift of
-                    // the machine's speed within pairs cancels.
-                    let (none, with) = if pair % 2 == 0 {
-                        let none = one("none")?;
-                        (none, one(HOOK_SCHEDULER)?)
+                    let flip = pair % 2 == 1;
+                    let first = under(&mut run, if flip { HOOK_SCHEDULER } else { "none" }, pass)?;
+                    let second = under(&mut run, if flip { "none" } else { HOOK_SCHEDULER }, pass)?;
+                    let (none, with) = if flip {
+                        (second, first)
                     } else {
-                        let with = one(HOOK_SCHEDULER)?;
-                        (one("none")?, with)
+                        (first, second)
                     };
                     if none.main().iops > 0.0 {
                         ratios.push(with.main().iops / none.main().iops);
