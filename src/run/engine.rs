@@ -788,6 +788,15 @@ impl Simulation {
             "every request ends exactly once"
         );
         assert_eq!(self.block.live_requests(), 0, "no request outlives the run");
+        for t in &self.tasks {
+            assert!(
+                t.job.io_wakeups_charged <= t.job.io_sleeps,
+                "task {}: {} wake-ups charged for {} sleeps in io_getevents",
+                t.task.id,
+                t.job.io_wakeups_charged,
+                t.job.io_sleeps
+            );
+        }
         let first_start = self
             .tasks
             .iter()

@@ -108,6 +108,12 @@ pub struct FioJob {
     gen: Option<Generator>,
     rate: Option<RateLimiter>,
     pub stats: JobStats,
+    /// A completion has woken its current sleep for I/O.
+    io_woken: bool,
+    /// Sleeps for its own I/O, and the wake-ups from idle that completions
+    /// paid for them: at most one per sleep (an end-of-run check).
+    pub io_sleeps: u64,
+    pub io_wakeups_charged: u64,
     pub kind: EngineKind,
     /// What its system calls cost on this machine.
     costs: SyscallCosts,
@@ -247,6 +253,9 @@ impl FioJob {
             ramp_end: 0,
             deadline: Ns::MAX,
             stats_begun: false,
+            io_woken: false,
+            io_sleeps: 0,
+            io_wakeups_charged: 0,
             ious: vec![IoU::default(); depth as usize + 1],
             free_slots: (0..depth + 1).rev().collect(),
             buffered,
@@ -452,8 +461,14 @@ impl FioJob {
             iou.done = at.max(iou.issue);
             self.completed.push_back(slot as u32);
             let mut at = iou.done.max(cx.now);
-            if task.sleep == Some(SleepReason::Io) {
-                at = Self::wake_up(task, at, cx);
+            // Only the first completion of a sleep wakes the task (one
+            // try_to_wake_up per sleep): later ones find it runnable and
+            // cost no second wake-up.
+            if task.sleep == Some(SleepReason::Io) && !self.io_woken {
+                self.io_woken = true;
+                let woke = Self::wake_up(task, at, cx);
+                self.io_wakeups_charged += u64::from(woke > at);
+                at = woke;
             }
             if at > cx.now {
                 // Delivered when the submit call that issued it has returned.
@@ -462,6 +477,14 @@ impl FioJob {
                 cx.step_again(task.id);
             }
         }
+    }
+
+    /// The task waits for its own I/O (io_getevents, a synchronous call):
+    /// a new sleep, which the first completion to land wakes.
+    fn sleep_for_io(&mut self, task: &mut Task) {
+        task.sleep = Some(SleepReason::Io);
+        self.io_woken = false;
+        self.io_sleeps += 1;
     }
 
     /// A task asleep in io_getevents (or a synchronous call) is woken at
@@ -506,6 +529,7 @@ impl FioJob {
         if !cx.take_cpu(task) {
             return false;
         }
+        self.io_woken = false;
         if task.sleep.take().is_some() {
             // It slept (its own wait, or another task had the CPU): a
             // context switch, as fio's `ctx` counts them.
@@ -548,7 +572,7 @@ impl FioJob {
         }
         if self.phase == Phase::Running && self.open_pending {
             if self.inflight > 0 {
-                task.sleep = Some(SleepReason::Io);
+                self.sleep_for_io(task);
                 return false;
             }
             if self.device_open_close(task, cx, DeviceEvent::Open) {
@@ -572,7 +596,7 @@ impl FioJob {
         }
         if self.phase == Phase::Draining {
             if self.inflight > 0 {
-                task.sleep = Some(SleepReason::Io);
+                self.sleep_for_io(task);
                 return false;
             }
             if self.end_of_pass_sync(task, cx) {
@@ -590,7 +614,7 @@ impl FioJob {
         }
         if self.phase == Phase::Closing {
             if self.inflight > 0 {
-                task.sleep = Some(SleepReason::Io);
+                self.sleep_for_io(task);
                 return false;
             }
             if self.spec.unlink && self.delete_files(task, cx, false) {
@@ -621,7 +645,7 @@ impl FioJob {
     /// started (false: still waiting).
     fn next_pass(&mut self, task: &mut Task, cx: &mut TaskCx) -> bool {
         if self.inflight > 0 {
-            task.sleep = Some(SleepReason::Io);
+            self.sleep_for_io(task);
             return false;
         }
         if self.end_of_pass_sync(task, cx) {
@@ -736,7 +760,7 @@ impl FioJob {
         if waiting {
             let cache = cx.cache.as_deref_mut().expect("page cache");
             cache.wait_writeback(task.id);
-            task.sleep = Some(SleepReason::Io);
+            self.sleep_for_io(task);
             return true;
         }
         for i in 0..self.files.len() {
@@ -839,7 +863,7 @@ impl FioJob {
             } else if self.exhausted && self.inflight == 0 {
                 cx.step_again(task.id);
             } else {
-                task.sleep = Some(SleepReason::Io);
+                self.sleep_for_io(task);
             }
             return;
         }
@@ -951,7 +975,7 @@ impl FioJob {
             let at = task.busy_until.max(self.ious[first as usize].done);
             cx.wake_at(task, at);
         } else {
-            task.sleep = Some(SleepReason::Io);
+            self.sleep_for_io(task);
         }
         if self.buffered {
             self.complete_in_call(task, cx, batch);
