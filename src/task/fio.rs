@@ -108,7 +108,8 @@ pub struct FioJob {
     gen: Option<Generator>,
     rate: Option<RateLimiter>,
     pub stats: JobStats,
-    /// A completion has woken its current sleep for I/O.
+    /// A completion has woken its current sleep for I/O (reset when the
+    /// next one begins, `sleep_for_io`).
     io_woken: bool,
     /// Sleeps for its own I/O, and the wake-ups from idle that completions
     /// paid for them: at most one per sleep (an end-of-run check).
@@ -529,7 +530,6 @@ impl FioJob {
         if !cx.take_cpu(task) {
             return false;
         }
-        self.io_woken = false;
         if task.sleep.take().is_some() {
             // It slept (its own wait, or another task had the CPU): a
             // context switch, as fio's `ctx` counts them.
