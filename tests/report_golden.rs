@@ -98,6 +98,7 @@ fn meta() -> ElevatorMeta {
         kernel: None,
         page_cache: None,
         cpu_busy_ns: None,
+        counters: None,
         fs: None,
         requests: Vec::new(),
     }

@@ -621,6 +621,10 @@ pub struct CpuState {
     cur_begin: Ns,
     /// Total CPU time charged per CPU (for utilisation).
     pub busy_ns: Vec<Ns>,
+    /// Runnable tasks waiting for each CPU, as the task layer's run queues
+    /// last said (`set_tasks_waiting`): what a kernel thread woken on that
+    /// CPU queues behind.
+    tasks_waiting: Vec<u32>,
 }
 
 impl CpuState {
@@ -632,10 +636,21 @@ impl CpuState {
             cur_t: 0,
             cur_begin: 0,
             busy_ns: vec![0; nr_cpus],
+            tasks_waiting: vec![0; nr_cpus],
         }
     }
     pub fn nr_cpus(&self) -> usize {
         self.free.len()
+    }
+    /// How many runnable tasks wait for `cpu`.
+    pub fn tasks_waiting(&self, cpu: u16) -> u32 {
+        self.tasks_waiting.get(cpu as usize).copied().unwrap_or(0)
+    }
+    /// The task layer says `n` runnable tasks wait for `cpu`.
+    pub fn set_tasks_waiting(&mut self, cpu: u16, n: u32) {
+        if let Some(w) = self.tasks_waiting.get_mut(cpu as usize) {
+            *w = n;
+        }
     }
     /// When `cpu` can start new work.
     pub fn free_at(&self, cpu: u16) -> Ns {

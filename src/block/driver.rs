@@ -81,10 +81,27 @@ pub struct DeviceOut {
     pub complete_cpu: Vec<(RqId, u16)>,
     /// CPU time `submit` spent in the submitter's context (reference core).
     pub inline_cpu_ns: Ns,
+    /// Softirq runs that complete several requests in one go
+    /// ([`DeviceOut::softirq_run`]); their requests, in order, are in
+    /// `softirq_ids`.
+    pub softirq_runs: Vec<SoftirqRun>,
+    pub softirq_ids: Vec<RqId>,
+}
+
+/// One run of a CPU's BLOCK_SOFTIRQ: `count` completions (the next ones
+/// of `DeviceOut::softirq_ids`) at `at` on `cpu`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SoftirqRun {
+    pub at: Ns,
+    pub cpu: u16,
+    pub count: u32,
 }
 
 /// Marks a wake-up token as CPU work (`Device::cpu_work`).
 pub const CPU_WORK: u64 = 1 << 63;
+/// Marks a `Device` timer token as a softirq run the block layer queued
+/// (the rest of the token is its slot); never passed to the device.
+pub const SOFTIRQ_RUN: u64 = 1 << 62;
 
 impl DeviceOut {
     /// Ask for `Device::cpu_work(token)` at `at`.
@@ -95,6 +112,18 @@ impl DeviceOut {
     pub fn complete_on(&mut self, at: Ns, id: RqId, cpu: u16) {
         self.completions.push((at, id));
         self.complete_cpu.push((id, cpu));
+    }
+    /// `cpu`'s softirq runs at `at` and completes `ids` one after another,
+    /// all of them before a task they wake can act (blk_done_softirq walks
+    /// its whole list). Plain `complete_on`s at one instant are separate
+    /// events instead, and a woken task may act between two of them.
+    pub fn softirq_run(&mut self, at: Ns, cpu: u16, ids: impl IntoIterator<Item = RqId>) {
+        let before = self.softirq_ids.len();
+        self.softirq_ids.extend(ids);
+        let count = (self.softirq_ids.len() - before) as u32;
+        if count > 0 {
+            self.softirq_runs.push(SoftirqRun { at, cpu, count });
+        }
     }
 }
 
@@ -141,6 +170,11 @@ impl<'a> DeviceCpus<'a> {
     }
     pub fn nr(&self) -> usize {
         self.state.nr_cpus()
+    }
+    /// Runnable tasks waiting for `cpu`: a kernel thread woken there (the
+    /// fair scheduler places it among them) gets the CPU after them.
+    pub fn tasks_waiting(&self, cpu: u16) -> u32 {
+        self.state.tasks_waiting(cpu)
     }
     /// When `cpu` can start new work.
     pub fn free_at(&self, cpu: u16) -> Ns {

@@ -33,7 +33,7 @@ use crate::machine::Machine;
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::time::{self, Ns, NS_PER_MS};
 use cpu::{CpuCosts, CpuState, SchedCost};
-use driver::{Device, DeviceCmd, DeviceCpus, DeviceOut, Submit, CPU_WORK};
+use driver::{Device, DeviceCmd, DeviceCpus, DeviceOut, Submit, CPU_WORK, SOFTIRQ_RUN};
 use elevator::{CoreSide, Elevator, ElevatorType, Features, Hook, QueueInfo, SchedCtx, Tunable};
 use knobs::{QueueKnobs, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
 use request::{flags, Op, Request, RequestArena, RqId, NIL};
@@ -254,6 +254,14 @@ pub struct BlockLayer {
     /// Per request: the CPU its completion runs on when the device chose
     /// one (u16::MAX: the submitter's); sized on first use.
     done_cpu: Vec<u16>,
+    /// The requests of each softirq run the device raised and not yet run
+    /// (`Device` timer tokens marked SOFTIRQ_RUN name the slot), and the
+    /// free slots.
+    softirq_lists: Vec<Vec<RqId>>,
+    softirq_free: Vec<u64>,
+    /// Softirq runs the device raised so far, and the completions they ran.
+    pub softirq_runs: u64,
+    pub softirq_completions: u64,
     /// The CPU that issued the last command (a device's kernel thread
     /// woken by it runs elsewhere when it can).
     last_issue_cpu: u16,
@@ -412,6 +420,10 @@ impl BlockLayer {
             device: dev,
             dev_out: DeviceOut::default(),
             done_cpu: Vec::new(),
+            softirq_lists: Vec::new(),
+            softirq_free: Vec::new(),
+            softirq_runs: 0,
+            softirq_completions: 0,
             last_issue_cpu: 0,
             hash: vec![Vec::new(); merge::ELV_HASH_BUCKETS],
             last_merge: NIL,
@@ -673,6 +685,11 @@ impl BlockLayer {
 
     pub fn cpu_free_at(&self, cpu: u16) -> Ns {
         self.cpu.free_at(self.cpu_index(cpu))
+    }
+    /// The task layer's count of runnable tasks waiting for `cpu`.
+    pub fn set_tasks_waiting(&mut self, cpu: u16, n: u32) {
+        let i = self.cpu_index(cpu);
+        self.cpu.set_tasks_waiting(i, n);
     }
     /// CPU time `cpu` has worked so far (every kind of work).
     pub fn cpu_busy_ns(&self, cpu: u16) -> Ns {
@@ -1255,12 +1272,20 @@ impl BlockLayer {
         if !self.dev_out.complete_cpu.is_empty() || self.dev_out.inline_cpu_ns > 0 {
             self.device_cpu_out();
         }
+        if !self.dev_out.softirq_runs.is_empty() {
+            self.queue_softirq_runs(env);
+        }
         for &(at, id) in &self.dev_out.completions {
             env.events.push(at.max(env.now), Event::DeviceComplete(id));
         }
         self.dev_out.completions.clear();
         if !self.dev_out.wakeups.is_empty() {
             for &(at, tok) in &self.dev_out.wakeups {
+                debug_assert_eq!(
+                    tok & SOFTIRQ_RUN,
+                    0,
+                    "a device token uses SOFTIRQ_RUN's bit"
+                );
                 env.events
                     .push(at.max(env.now), Event::Timer(TimerOwner::Device, tok));
             }
@@ -1284,6 +1309,52 @@ impl BlockLayer {
             self.done_cpu[id as usize] = cpu;
         }
         self.dev_out.complete_cpu.clear();
+    }
+
+    /// The device's softirq runs become events, each one the list of the
+    /// requests it completes (kept in `softirq_lists`, slots reused).
+    #[inline(never)]
+    fn queue_softirq_runs(&mut self, env: &mut Env) {
+        let mut next = 0;
+        for run in std::mem::take(&mut self.dev_out.softirq_runs) {
+            let ids = &self.dev_out.softirq_ids[next..next + run.count as usize];
+            next += run.count as usize;
+            let slot = match self.softirq_free.pop() {
+                Some(s) => s,
+                None => {
+                    self.softirq_lists.push(Vec::new());
+                    self.softirq_lists.len() as u64 - 1
+                }
+            };
+            let list = &mut self.softirq_lists[slot as usize];
+            list.extend_from_slice(ids);
+            for &id in ids {
+                if self.done_cpu.len() <= id as usize {
+                    self.done_cpu.resize(id as usize + 1, u16::MAX);
+                }
+                self.done_cpu[id as usize] = run.cpu;
+            }
+            env.events.push(
+                run.at.max(env.now),
+                Event::Timer(TimerOwner::Device, SOFTIRQ_RUN | slot),
+            );
+        }
+        self.dev_out.softirq_ids.clear();
+    }
+
+    /// A softirq run the device raised: its completions one after another,
+    /// within this one event.
+    #[inline(never)]
+    fn softirq_run(&mut self, env: &mut Env, slot: u64) {
+        let mut list = std::mem::take(&mut self.softirq_lists[slot as usize]);
+        self.softirq_runs += 1;
+        self.softirq_completions += list.len() as u64;
+        for &rq in &list {
+            self.device_complete(env, rq);
+        }
+        list.clear();
+        self.softirq_lists[slot as usize] = list;
+        self.softirq_free.push(slot);
     }
 
     /// The CPU a request's completion runs on: where the device raised it,
@@ -1800,6 +1871,10 @@ impl BlockLayer {
 
     /// An internal device wake-up.
     pub fn device_wake(&mut self, env: &mut Env, token: u64) {
+        if token & SOFTIRQ_RUN != 0 {
+            self.softirq_run(env, token & !SOFTIRQ_RUN);
+            return;
+        }
         if token & CPU_WORK != 0 {
             let mut cpus = DeviceCpus::new(
                 &mut self.cpu,

@@ -77,11 +77,28 @@ pub struct ElevatorMeta {
     /// for the lab. Not printed; `calibrate` compares it per I/O with the
     /// machine's /proc/stat.
     pub cpu_busy_ns: Option<Ns>,
+    /// Counts of a simulation to set beside the kernel's (`/proc/softirqs`,
+    /// fio's `ctx`); None for the lab. Not printed.
+    pub counters: Option<SimCounters>,
     /// The file system (`--mount`): its journal's work, printed as `"fs"`.
     pub fs: Option<FsReport>,
     /// Requests the driver took, when the run traced them (printed as
     /// `"requests"`).
     pub requests: Vec<crate::block::trace::TracedRq>,
+}
+
+/// What a simulation counted that the kernel counts too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SimCounters {
+    /// Times fio jobs slept in `io_getevents` (or a synchronous call)
+    /// waiting for their I/O.
+    pub io_sleeps: u64,
+    /// Those sleeps that ended with a wake-up from idle on their CPU.
+    pub io_wakeups_charged: u64,
+    /// BLOCK_SOFTIRQ runs a device raised from process context (the loop
+    /// worker's completions), and the completions they ran.
+    pub softirq_runs: u64,
+    pub softirq_completions: u64,
 }
 
 /// What the mounted file system did.

@@ -6,6 +6,7 @@
 
 use super::settings::{self, Settings};
 use super::{scheduler, scheduler_in, Error, InputError, Progress, RunSpec};
+use crate::block::driver::CPU_WORK;
 use crate::block::elevator::ElevatorType;
 use crate::block::{BioDone, BlockLayer, Env, QueueSetup};
 use crate::cache::{CacheSetup, PageCache};
@@ -16,7 +17,7 @@ use crate::job::{EngineKind, JobFile};
 use crate::kernel::Era;
 use crate::machine::Machine;
 use crate::report::{
-    DiskUtil, ElevatorMeta, FsReport, JobResult, JobStatus, PageCacheReport, RunReport,
+    DiskUtil, ElevatorMeta, FsReport, JobResult, JobStatus, PageCacheReport, RunReport, SimCounters,
 };
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::rng::stream_seed;
@@ -238,6 +239,8 @@ pub struct Simulation {
     to_step: Vec<u32>,
     /// Who runs on a CPU that several tasks want.
     runqueues: RunQueues,
+    /// The block layer holds non-zero counts of waiting tasks.
+    tasks_waiting_published: bool,
     /// Scratch buffer reused across events (no allocation per event).
     scratch_steps: Vec<u32>,
     /// Jobs not yet Done or Skipped.
@@ -383,6 +386,7 @@ impl Simulation {
         }
         let mut sim = Simulation {
             runqueues,
+            tasks_waiting_published: false,
             tasks,
             block,
             events: EventQueue::new(),
@@ -561,6 +565,9 @@ impl Simulation {
                     self.with_block(t, |b, env| b.device_complete(env, rq));
                 }
                 Event::Timer(TimerOwner::Device, tok) => {
+                    if tok & CPU_WORK != 0 {
+                        self.publish_tasks_waiting();
+                    }
                     self.with_block(t, |b, env| b.device_wake(env, tok));
                 }
                 Event::QueueRun(h) => {
@@ -613,6 +620,26 @@ impl Simulation {
             }
             None => false,
         }
+    }
+
+    /// Before a device's kernel thread runs: tell the block layer how many
+    /// tasks wait for each CPU (a thread woken there queues behind them).
+    /// Nothing waits while no CPU is shared; the counts were zeroed when
+    /// the last shared CPU stopped being shared.
+    fn publish_tasks_waiting(&mut self) {
+        let shared = self.runqueues.any_shared();
+        if !shared && !self.tasks_waiting_published {
+            return;
+        }
+        for cpu in 0..self.cfg.machine.cpus.max(1) as u16 {
+            let n = if shared {
+                self.runqueues.waiting_len(cpu)
+            } else {
+                0
+            };
+            self.block.set_tasks_waiting(cpu, n);
+        }
+        self.tasks_waiting_published = shared;
     }
 
     /// Call into the block layer with an environment at time `now`.
@@ -880,6 +907,12 @@ impl Simulation {
                 .map(|t| (t.job.spec.name.clone(), t.job.throttled_ns))
                 .collect(),
         });
+        let counters = SimCounters {
+            io_sleeps: self.tasks.iter().map(|t| t.job.io_sleeps).sum(),
+            io_wakeups_charged: self.tasks.iter().map(|t| t.job.io_wakeups_charged).sum(),
+            softirq_runs: self.block.softirq_runs,
+            softirq_completions: self.block.softirq_completions,
+        };
         let jobs = self
             .tasks
             .into_iter()
@@ -923,6 +956,7 @@ impl Simulation {
                     .map(|_| self.cfg.era.version.to_string()),
                 page_cache,
                 cpu_busy_ns: Some(self.block.cpu_busy_total()),
+                counters: Some(counters),
                 fs: self.fs.as_ref().map(|f| FsReport {
                     mount: self
                         .cfg

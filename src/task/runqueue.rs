@@ -274,6 +274,11 @@ impl RunQueues {
             .min_by_key(|&w| (vr[w as usize], w))
     }
 
+    /// How many runnable tasks wait for `cpu`.
+    pub fn waiting_len(&self, cpu: u16) -> u32 {
+        self.cpus[cpu as usize].waiting.len() as u32
+    }
+
     /// Whether `id` waits for `cpu`.
     #[cfg(test)]
     pub fn is_waiting(&self, id: TaskId, cpu: u16) -> bool {
