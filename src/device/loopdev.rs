@@ -334,14 +334,19 @@ mod tests {
         SoftirqRun { at, cpu, count }
     }
 
-    #[test]
-    fn with_tasks_waiting_for_its_cpu_ksoftirqd_runs_the_completions_together() {
-        let p = params(0);
-        let mut d = Loop::new(&p).unwrap();
+    /// A loop device (no NOWAIT share) with three commands on its list.
+    fn three_queued() -> (Loop, DeviceOut) {
+        let mut d = Loop::new(&params(0)).unwrap();
         let mut out = DeviceOut::default();
         for id in 0..3 {
             d.submit(0, &cmd(id), &mut out);
         }
+        (d, out)
+    }
+
+    #[test]
+    fn with_tasks_waiting_for_its_cpu_ksoftirqd_runs_the_completions_together() {
+        let (mut d, mut out) = three_queued();
         let mut state = CpuState::new(2);
         // CPU 0 runs the submitter; two tasks wait for CPU 1, where the
         // worker is woken.
@@ -385,12 +390,7 @@ mod tests {
 
     #[test]
     fn completions_held_on_a_cpu_the_worker_left_wait_for_its_tasks() {
-        let p = params(0);
-        let mut d = Loop::new(&p).unwrap();
-        let mut out = DeviceOut::default();
-        for id in 0..3 {
-            d.submit(0, &cmd(id), &mut out);
-        }
+        let (mut d, mut out) = three_queued();
         let mut state = CpuState::new(2);
         state.set_tasks_waiting(1, 1);
         let mut cpus = DeviceCpus::new(&mut state, 1.0, 0, 0);
