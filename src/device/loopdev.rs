@@ -20,12 +20,20 @@
 //!   (`blk_mq_complete_request_remote`, block/blk-mq.c), so the completion
 //!   work, the scheduler's completion hooks and the queue restart run on the
 //!   worker's CPU, not the submitter's.
+//! - Raised from process context, the softirq wakes that CPU's ksoftirqd, a
+//!   task of the fair scheduler: alone with the worker it preempts it and
+//!   runs each completion after its command; behind tasks that wait for the
+//!   CPU it waits its turn, and `blk_done_softirq` then runs every
+//!   completion raised meanwhile in one go (see `cpu_work` for the counts).
 //!
 //! The parameters are CPU times of the reference core; `calibrate` fits them
 //! on a real loop device, with the host's wake-up cost (`[cpu] wake_ns`),
-//! which a worker woken on an idle CPU pays before its first command. Not modelled: per-blkcg workers (one worker serves
-//! every cgroup), a backing file on a real device (its own latency), the
-//! idle-worker reaping timer.
+//! which a worker woken on an idle CPU pays before its first command. Not
+//! modelled: per-blkcg workers (one worker serves every cgroup), a backing
+//! file on a real device (its own latency), the idle-worker reaping timer,
+//! and the worker as a task of the run queues (it lets waiting tasks run
+//! between its commands, where the kernel's kworker keeps its CPU for about
+//! ten commands on E2).
 
 use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
