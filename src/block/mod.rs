@@ -1302,13 +1302,19 @@ impl BlockLayer {
         if inline > 0 {
             self.cpu.charge(self.machine.scale_ns(inline));
         }
-        for &(id, cpu) in &self.dev_out.complete_cpu {
-            if self.done_cpu.len() <= id as usize {
-                self.done_cpu.resize(id as usize + 1, u16::MAX);
-            }
-            self.done_cpu[id as usize] = cpu;
+        for i in 0..self.dev_out.complete_cpu.len() {
+            let (id, cpu) = self.dev_out.complete_cpu[i];
+            self.set_done_cpu(id, cpu);
         }
         self.dev_out.complete_cpu.clear();
+    }
+
+    /// The device raised `id`'s completion on `cpu`.
+    fn set_done_cpu(&mut self, id: RqId, cpu: u16) {
+        if self.done_cpu.len() <= id as usize {
+            self.done_cpu.resize(id as usize + 1, u16::MAX);
+        }
+        self.done_cpu[id as usize] = cpu;
     }
 
     /// The device's softirq runs become events, each one the list of the
@@ -1317,8 +1323,8 @@ impl BlockLayer {
     fn queue_softirq_runs(&mut self, env: &mut Env) {
         let mut next = 0;
         for run in std::mem::take(&mut self.dev_out.softirq_runs) {
-            let ids = &self.dev_out.softirq_ids[next..next + run.count as usize];
-            next += run.count as usize;
+            let range = next..next + run.count as usize;
+            next = range.end;
             let slot = match self.softirq_free.pop() {
                 Some(s) => s,
                 None => {
@@ -1326,13 +1332,10 @@ impl BlockLayer {
                     self.softirq_lists.len() as u64 - 1
                 }
             };
-            let list = &mut self.softirq_lists[slot as usize];
-            list.extend_from_slice(ids);
-            for &id in ids {
-                if self.done_cpu.len() <= id as usize {
-                    self.done_cpu.resize(id as usize + 1, u16::MAX);
-                }
-                self.done_cpu[id as usize] = run.cpu;
+            for i in range {
+                let id = self.dev_out.softirq_ids[i];
+                self.softirq_lists[slot as usize].push(id);
+                self.set_done_cpu(id, run.cpu);
             }
             env.events.push(
                 run.at.max(env.now),

@@ -144,9 +144,7 @@ impl Loop {
         let pct = u64::from(self.p.nowait_percent);
         (self.commands * pct) / 100 != ((self.commands - 1) * pct) / 100
     }
-}
 
-impl Loop {
     /// After a command on `cpu` ending at `end`: the ksoftirqds whose turn
     /// has come run what was raised on their CPU — this CPU's unless it
     /// was deferred, another CPU's (the worker ran there before) once no
