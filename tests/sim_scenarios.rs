@@ -381,3 +381,43 @@ fn a_switch_away_from_a_full_legacy_elevator_drains_it_by_force() {
     let (w, _, _) = total(&rep, Ddir::Write);
     assert!(w > 500, "writes {w}");
 }
+
+#[test]
+fn size_bounded_jobs_reap_what_landed_before_they_ran_out() {
+    // A job that can still submit leaves landed completions in the ring
+    // (fio reaps when the queue is full); if it then finds it has nothing
+    // left to issue, it must take them instead of sleeping for a wake-up
+    // they already spent. Found by a fuzz run: the job slept forever (or,
+    // under --max-runtime, until the cap, with a clat of the cap).
+    // (job options, scheduler, device, I/Os per job)
+    let cases: [(&str, &str, &str, u64); 4] = [
+        ("numjobs=2\niodepth=2\nsize=64k\n", "none", "nvme", 16),
+        ("numjobs=2\niodepth=2\nsize=256k\n", "none", "loop", 64),
+        (
+            "iodepth=64\niodepth_batch_submit=16\niodepth_batch_complete_min=8\nsize=8m\n",
+            "none",
+            "ram",
+            2048,
+        ),
+        (
+            "numjobs=16\niodepth=32\nsize=1m\n",
+            "mq-deadline",
+            "nvme",
+            256,
+        ),
+    ];
+    for (opts, sched, device, ios) in cases {
+        let text = format!("[global]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\n{opts}[x]\n");
+        let mut spec = cfg(sched, device);
+        spec.max_runtime_ns = Some(NS_PER_SEC);
+        let rep = run(&text, spec);
+        for j in &rep.jobs {
+            assert_eq!(j.stats.total_ios(Ddir::Read), ios, "{opts} on {device}");
+            let max_clat = j.stats.dirs[Ddir::Read as usize].clat.max;
+            assert!(
+                max_clat < NS_PER_SEC / 10,
+                "{opts} on {device}: a completion waited {max_clat} ns"
+            );
+        }
+    }
+}

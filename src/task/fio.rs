@@ -482,10 +482,32 @@ impl FioJob {
 
     /// The task waits for its own I/O (io_getevents, a synchronous call):
     /// a new sleep, which the first completion to land wakes.
-    fn sleep_for_io(&mut self, task: &mut Task) {
+    ///
+    /// Units already in the ring wake nobody: their completions' wake-ups
+    /// were spent on steps that could not take them (the job could still
+    /// submit then, and found only afterwards that it had nothing left), or
+    /// folded into an earlier wake-up. io_getevents returns the landed ones
+    /// at once, and the task sleeps until the next one lands.
+    fn sleep_for_io(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let now = cx.now;
+        if self
+            .completed
+            .iter()
+            .any(|&s| self.ious[s as usize].done <= now)
+        {
+            self.reap(task, cx, usize::MAX);
+            let at = task.busy_until;
+            if at > now {
+                cx.wake_at(task, at);
+            } else {
+                cx.step_again(task.id);
+            }
+            return;
+        }
         task.sleep = Some(SleepReason::Io);
         self.io_woken = false;
         self.io_sleeps += 1;
+        self.arm_next_completion(task, cx);
     }
 
     /// A task asleep in io_getevents (or a synchronous call) is woken at
@@ -572,7 +594,7 @@ impl FioJob {
         }
         if self.phase == Phase::Running && self.open_pending {
             if self.inflight > 0 {
-                self.sleep_for_io(task);
+                self.sleep_for_io(task, cx);
                 return false;
             }
             if self.device_open_close(task, cx, DeviceEvent::Open) {
@@ -596,7 +618,7 @@ impl FioJob {
         }
         if self.phase == Phase::Draining {
             if self.inflight > 0 {
-                self.sleep_for_io(task);
+                self.sleep_for_io(task, cx);
                 return false;
             }
             if self.end_of_pass_sync(task, cx) {
@@ -614,7 +636,7 @@ impl FioJob {
         }
         if self.phase == Phase::Closing {
             if self.inflight > 0 {
-                self.sleep_for_io(task);
+                self.sleep_for_io(task, cx);
                 return false;
             }
             if self.spec.unlink && self.delete_files(task, cx, false) {
@@ -645,7 +667,7 @@ impl FioJob {
     /// started (false: still waiting).
     fn next_pass(&mut self, task: &mut Task, cx: &mut TaskCx) -> bool {
         if self.inflight > 0 {
-            self.sleep_for_io(task);
+            self.sleep_for_io(task, cx);
             return false;
         }
         if self.end_of_pass_sync(task, cx) {
@@ -760,7 +782,7 @@ impl FioJob {
         if waiting {
             let cache = cx.cache.as_deref_mut().expect("page cache");
             cache.wait_writeback(task.id);
-            self.sleep_for_io(task);
+            self.sleep_for_io(task, cx);
             return true;
         }
         for i in 0..self.files.len() {
@@ -863,7 +885,7 @@ impl FioJob {
             } else if self.exhausted && self.inflight == 0 {
                 cx.step_again(task.id);
             } else {
-                self.sleep_for_io(task);
+                self.sleep_for_io(task, cx);
             }
             return;
         }
@@ -975,7 +997,7 @@ impl FioJob {
             let at = task.busy_until.max(self.ious[first as usize].done);
             cx.wake_at(task, at);
         } else {
-            self.sleep_for_io(task);
+            self.sleep_for_io(task, cx);
         }
         if self.buffered {
             self.complete_in_call(task, cx, batch);
