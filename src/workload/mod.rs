@@ -126,7 +126,10 @@ pub struct Generator {
     pending_write: bool,
     pending: IoUnit,
     counted: [bool; 3],
-    budget_bytes: u64,
+    /// The smallest block of a direction that counts towards the size.
+    min_counted_bs: u64,
+    /// `loops=` passes after the current one.
+    passes_left: u64,
     /// Bytes per loop and where the current loop ends: each loop starts
     /// over from the region start with a fresh random map, as fio does.
     loop_bytes: u64,
@@ -288,7 +291,13 @@ impl Generator {
                 len: 0,
             },
             counted,
-            budget_bytes: layout.io_bytes.saturating_mul(loops),
+            min_counted_bs: (0..3)
+                .filter(|&i| counted[i])
+                .map(|i| min_bs[i])
+                .min()
+                .unwrap_or(1)
+                .max(1),
+            passes_left: loops.saturating_sub(1),
             loop_bytes: layout.io_bytes,
             loop_end: layout.io_bytes,
             done_bytes: 0,
@@ -315,7 +324,7 @@ impl Generator {
             self.account(io);
             return Some(io);
         }
-        if !self.time_based && self.done_bytes >= self.loop_end {
+        if !self.time_based && self.pass_done() {
             // The budget is used up, or a pass is: fio ends `do_io` here,
             // and for a pass the task drains and syncs before it starts the
             // next one (`begin_next_pass`).
@@ -385,7 +394,15 @@ impl Generator {
     /// which wrap inside one pass.
     #[inline]
     pub fn between_passes(&self) -> bool {
-        !self.time_based && self.done_bytes >= self.loop_end && self.done_bytes < self.budget_bytes
+        !self.time_based && self.pass_done() && self.passes_left > 0
+    }
+
+    /// The pass's bytes are done, or what is left of them is less than a
+    /// block: fio ends the pass when the next block would not fit
+    /// (`io_u_fits` in io_u.c), so `size=16m bs=3000` does 5592 I/Os.
+    #[inline]
+    fn pass_done(&self) -> bool {
+        self.done_bytes.saturating_add(self.min_counted_bs) > self.loop_end
     }
 
     /// Start the next `loops=` pass (after `between_passes`).
@@ -398,7 +415,8 @@ impl Generator {
     #[cold]
     fn next_loop(&mut self) {
         self.wrapped = Wrapped::All;
-        self.loop_end = self.loop_end.saturating_add(self.loop_bytes);
+        self.passes_left -= 1;
+        self.loop_end = self.done_bytes.saturating_add(self.loop_bytes);
         for f in &mut self.files {
             f.seq_next = [RESTART; 3];
             f.last_end = [0; 3];

@@ -570,7 +570,19 @@ proptest! {
                 prop_assert_eq!((io.offset - f.start) % ba, 0, "{:?} not aligned to {}", io, ba);
             }
         }
-        prop_assert!(g.bytes_done() >= layout.io_bytes * loops as u64);
+        // Each pass stops when its next block would not fit: it falls
+        // short of its bytes by less than the smallest block that counts.
+        let counted: &[Ddir] = if matches!(rw, RwPattern::TrimWrite | RwPattern::RandTrimWrite) {
+            &[Ddir::Write]
+        } else {
+            ddirs
+        };
+        let min_counted = counted
+            .iter()
+            .map(|d| BsChooser::new(&s.bs[d.index()], unaligned).unwrap().min())
+            .min()
+            .unwrap();
+        prop_assert!(g.bytes_done() + min_counted * loops as u64 > layout.io_bytes * loops as u64);
     }
 
     #[test]
@@ -892,4 +904,23 @@ fn wraps_are_reported_once_per_new_pass() {
         marks,
         [Wrapped::None, Wrapped::None, Wrapped::All, Wrapped::None]
     );
+}
+
+#[test]
+fn a_pass_ends_when_the_next_block_would_not_fit() {
+    // fio's io_u_fits: size=16m bs=3000 is 5592 I/Os (16,776,000 bytes),
+    // not a 5593rd past the region; each loops= pass does as many.
+    for rw in [RwPattern::Read, RwPattern::RandRead] {
+        let mut s = spec(rw);
+        s.bs[Ddir::Read.index()] = BlockSizes::Fixed(3000);
+        let mut g = Generator::new(&s, &one_file(0, 16 << 20), 1).unwrap();
+        let ios = drain(&mut g, usize::MAX);
+        assert_eq!(ios.len(), 5592, "{rw:?}");
+        assert!(ios.iter().all(|io| io.offset + io.len <= 16 << 20));
+    }
+    let mut s = spec(RwPattern::Write);
+    s.bs[Ddir::Write.index()] = BlockSizes::Fixed(4000);
+    s.loops = 3;
+    let mut g = Generator::new(&s, &one_file(0, 1 << 20), 1).unwrap();
+    assert_eq!(drain(&mut g, usize::MAX).len(), 3 * 262);
 }
