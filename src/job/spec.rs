@@ -393,6 +393,48 @@ impl JobSpec {
         !self.direct && matches!(self.ioengine.kind, EngineKind::Sync | EngineKind::Async)
     }
 
+    /// With `direct=1`, the first option whose sizes or offsets are not
+    /// multiples of the device's logical block size `lbs`, as `option=value`:
+    /// O_DIRECT needs them aligned (the block layer and ext4 refuse others
+    /// with EINVAL, and fio's job stops with error 22 on its first I/O).
+    pub fn direct_misalignment(&self, lbs: u64) -> Option<String> {
+        if !self.direct || lbs <= 1 {
+            return None;
+        }
+        let off = |v: u64| !v.is_multiple_of(lbs);
+        for &d in self.rw.ddirs() {
+            let i = d.index();
+            let bad = match &self.bs[i] {
+                BlockSizes::Fixed(n) => off(*n).then(|| format!("bs={n}")),
+                BlockSizes::Range { min, max } if self.bs_unaligned || off(*min) || off(*max) => {
+                    Some(format!("bsrange={min}-{max}"))
+                }
+                BlockSizes::Range { .. } => None,
+                BlockSizes::Split(parts) => parts
+                    .iter()
+                    .find(|(n, _)| off(*n))
+                    .map(|(n, _)| format!("bssplit={n}")),
+            };
+            if bad.is_some() {
+                return bad;
+            }
+            if let Some(a) = self.blockalign[i].filter(|&a| a > 0 && off(a)) {
+                return Some(format!("blockalign={a}"));
+            }
+        }
+        for (name, v) in [
+            ("offset", &self.offset),
+            ("offset_increment", &self.offset_increment),
+        ] {
+            if let SizeSpec::Bytes(b) = v {
+                if off(*b) {
+                    return Some(format!("{name}={b}"));
+                }
+            }
+        }
+        None
+    }
+
     /// A job with fio's defaults for every option (`rw=read`, `bs=4k`,
     /// `ioengine=psync`, `iodepth=1`, ...), as if the section only had a name.
     pub fn with_defaults(name: &str) -> JobSpec {

@@ -886,3 +886,37 @@ fn sync_option_takes_fios_values() {
     let e = err("[j]\nsync=2\n").to_string();
     assert!(e.contains("dsync"), "{e}");
 }
+
+#[test]
+fn direct_io_needs_logical_block_alignment() {
+    let mut j = JobSpec::with_defaults("a");
+    j.direct = true;
+    assert_eq!(j.direct_misalignment(512), None);
+    j.bs[0] = BlockSizes::Fixed(3000);
+    assert_eq!(j.direct_misalignment(512).as_deref(), Some("bs=3000"));
+    j.direct = false;
+    assert_eq!(
+        j.direct_misalignment(512),
+        None,
+        "buffered I/O has no such rule"
+    );
+    j.direct = true;
+    j.bs[0] = BlockSizes::Range {
+        min: 4096,
+        max: 65536,
+    };
+    assert_eq!(j.direct_misalignment(512), None);
+    j.bs_unaligned = true;
+    assert!(j.direct_misalignment(512).unwrap().starts_with("bsrange="));
+    j.bs_unaligned = false;
+    j.bs[0] = BlockSizes::Split(vec![(4096, 50), (1000, 50)]);
+    assert_eq!(j.direct_misalignment(512).as_deref(), Some("bssplit=1000"));
+    j.bs[0] = BlockSizes::Fixed(512);
+    assert_eq!(
+        j.direct_misalignment(4096).as_deref(),
+        Some("bs=512"),
+        "a 4Kn device"
+    );
+    j.offset = SizeSpec::Bytes(1000);
+    assert_eq!(j.direct_misalignment(512).as_deref(), Some("offset=1000"));
+}

@@ -100,6 +100,31 @@ impl Config {
             )
         })?;
         for j in &jobfile.jobs {
+            if j.rw.ddirs().contains(&crate::job::Ddir::Trim) && !device::has_discard(&profile) {
+                let mut e = InputError::new(
+                    "rw",
+                    format!(
+                        "job '{}': the device '{}' has no discard (TRIM) support, so fio's \
+                         trims would fail with EOPNOTSUPP (error 95)",
+                        j.name, profile.name
+                    ),
+                );
+                e.file = Some(jobfile.source.clone());
+                return Err(e.into());
+            }
+            if let Some(bad) = j.direct_misalignment(u64::from(profile.queue.logical_block_size)) {
+                let mut e = InputError::new(
+                    "direct",
+                    format!(
+                        "job '{}': direct=1 needs sizes and offsets in multiples of the \
+                         device's logical block size ({} bytes), not {bad} (fio's O_DIRECT \
+                         I/O would fail with EINVAL, error 22)",
+                        j.name, profile.queue.logical_block_size
+                    ),
+                );
+                e.file = Some(jobfile.source.clone());
+                return Err(e.into());
+            }
             if j.time_based && j.runtime.is_none() && spec.max_runtime_ns.is_none() {
                 return Err(InputError::new(
                     "time_based",
