@@ -3,6 +3,7 @@
 
 use super::args::{self, flag, valued, with_short, Opt, Parsed, Unknown, HELP};
 use super::{emit, note, CliError};
+use crate::fs::ext4::MountOptions;
 use crate::job::{self, EngineKind, JobFile};
 use crate::machine::Machine;
 use crate::report::{self, RunReport};
@@ -370,6 +371,15 @@ pub fn notices(jf: &JobFile, mount: Option<&str>) {
             "ignored: {} (valid fio options the model does not use)",
             jf.ignored.join(", ")
         ));
+    }
+    if let Some(opts) = mount.and_then(|m| MountOptions::parse_mount(m).ok()) {
+        if !opts.not_modelled.is_empty() {
+            note(&format!(
+                "note: mount options not modelled: {} (accepted as mount -o takes them; they change \
+                 nothing in the simulation)",
+                opts.not_modelled.join(", ")
+            ));
+        }
     }
     if jf
         .jobs

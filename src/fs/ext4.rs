@@ -53,7 +53,54 @@ pub struct MountOptions {
     /// the record; the model's files are open before the run, so it reads
     /// no inode tables.
     pub inode_readahead_blks: u64,
+    /// Valid options the model does not use (noted, as fio's ignored
+    /// options are): `mount -o` takes them, the lab passes them on.
+    pub not_modelled: Vec<String>,
 }
+
+/// ext4 and VFS mount options that change nothing the model simulates:
+/// extended attributes and ACLs, error behaviour, checksums and
+/// validity checks, inode-table initialisation, the allocator's tuning,
+/// directory atime, `lazytime` (the model's timestamps reach the journal
+/// at once), online `discard` at delete, and `dioread_nolock` (6.x's
+/// default).
+const NOT_MODELLED: &[&str] = &[
+    "acl",
+    "noacl",
+    "user_xattr",
+    "nouser_xattr",
+    "errors",
+    "nodiratime",
+    "diratime",
+    "lazytime",
+    "nolazytime",
+    "discard",
+    "nodiscard",
+    "dioread_nolock",
+    "dioread_lock",
+    "journal_checksum",
+    "nojournal_checksum",
+    "auto_da_alloc",
+    "noauto_da_alloc",
+    "block_validity",
+    "noblock_validity",
+    "init_itable",
+    "noinit_itable",
+    "i_version",
+    "nombcache",
+    "stripe",
+    "max_batch_time",
+    "min_batch_time",
+    "journal_ioprio",
+    "resuid",
+    "resgid",
+    "grpid",
+    "nogrpid",
+    "nosuid",
+    "nodev",
+    "noexec",
+    "async",
+];
 
 impl Default for MountOptions {
     fn default() -> MountOptions {
@@ -64,6 +111,7 @@ impl Default for MountOptions {
             journal_async_commit: false,
             atime: Atime::Relatime,
             inode_readahead_blks: 32,
+            not_modelled: Vec::new(),
         }
     }
 }
@@ -108,6 +156,15 @@ impl MountOptions {
                 ("relatime", None) => o.atime = Atime::Relatime,
                 ("strictatime", None) => o.atime = Atime::Strictatime,
                 ("delalloc" | "defaults" | "rw", None) => {}
+                ("ro", None) => {
+                    return Err("ro: the jobs create and write their files (use rw)".into())
+                }
+                ("sync", None) => {
+                    return Err(
+                        "sync: synchronous mounts are not modelled (fio's sync=1 is)".into(),
+                    )
+                }
+                (n, _) if NOT_MODELLED.contains(&n) => o.not_modelled.push(opt.to_string()),
                 ("nodelalloc", None) => {
                     return Err("nodelalloc is not modelled (delalloc is ext4's default)".into())
                 }
@@ -517,6 +574,22 @@ impl Ext4 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_the_model_does_not_use_are_accepted_and_listed() {
+        let o =
+            MountOptions::parse("errors=remount-ro,lazytime,noatime,discard,user_xattr").unwrap();
+        assert_eq!(o.atime, Atime::Noatime);
+        assert_eq!(
+            o.not_modelled,
+            ["errors=remount-ro", "lazytime", "discard", "user_xattr"]
+        );
+        assert!(MountOptions::parse("ro").unwrap_err().contains("ro:"));
+        assert!(MountOptions::parse("sync").unwrap_err().contains("sync:"));
+        assert!(MountOptions::parse("bogus")
+            .unwrap_err()
+            .contains("unknown"));
+    }
 
     #[test]
     fn options_parse_like_mount() {

@@ -143,5 +143,11 @@ pub(crate) fn parse_args(args: &[String], inputs: &Inputs) -> Result<JobFile, Jo
             parser.section(&sec, stonewall)?;
         }
     }
-    parser.finish(SOURCE)
+    // One job file and no job options on the command line: the jobs are
+    // that file's, and its errors name it.
+    let source = match (sections.is_empty(), files.as_slice()) {
+        (true, [file]) => file,
+        _ => SOURCE,
+    };
+    parser.finish(source)
 }

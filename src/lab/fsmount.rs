@@ -26,7 +26,17 @@ pub struct FsSpec {
 
 /// Check `--mount` with the simulator's parser.
 pub fn parse(text: &str) -> Result<FsSpec, String> {
-    crate::fs::MountOptions::parse_mount(text).map_err(|e| format!("--mount {text}: {e}"))?;
+    let parsed =
+        crate::fs::MountOptions::parse_mount(text).map_err(|e| format!("--mount {text}: {e}"))?;
+    // The lab mounts only what the model simulates, so that a measured run
+    // and its simulation compare (and nothing like errors=panic reaches the
+    // kernel).
+    if !parsed.not_modelled.is_empty() {
+        return Err(format!(
+            "--mount {text}: the lab takes only options the model simulates, not {}",
+            parsed.not_modelled.join(", ")
+        ));
+    }
     let options = text.split_once(':').map_or("", |(_, o)| o).trim();
     Ok(FsSpec {
         text: text.to_string(),
@@ -118,7 +128,8 @@ mod tests {
         let e = parse("ext4:journal_async_commit").unwrap_err();
         assert!(e.contains("--mount") && e.contains("data=ordered"), "{e}");
         assert!(parse("xfs").unwrap_err().contains("unknown file system"));
-        assert!(parse("ext4:errors=panic").is_err());
+        let e = parse("ext4:errors=panic").unwrap_err();
+        assert!(e.contains("only options the model simulates"), "{e}");
     }
 
     #[test]
