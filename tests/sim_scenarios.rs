@@ -421,3 +421,13 @@ fn size_bounded_jobs_reap_what_landed_before_they_ran_out() {
         }
     }
 }
+
+#[test]
+fn a_job_larger_than_the_device_is_an_error_naming_its_file() {
+    let mut spec = cfg("none", "nvme");
+    spec.job = JobSource::text("big.fio", "[a]\nrw=read\nsize=100t\n");
+    let e = elevator::run::run(&spec).expect_err("100 TB on a 2.4 TB device");
+    let text = e.to_string();
+    assert!(text.starts_with("big.fio: "), "{text}");
+    assert!(text.contains("but the device has"), "{text}");
+}

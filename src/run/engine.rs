@@ -301,7 +301,15 @@ impl Simulation {
         )
         .map_err(input)?;
         block.enable_wbt_default().map_err(input)?;
-        let layouts = workload::layout(&jobfile.jobs, block.capacity()).map_err(input)?;
+        // The jobs' sizes and offsets against the device: the job file's.
+        let layouts = workload::layout(&jobfile.jobs, block.capacity()).map_err(|message| {
+            Error::Input(InputError {
+                file: Some(jobfile.source.clone()),
+                line: None,
+                option: None,
+                message,
+            })
+        })?;
         let syscalls = SyscallCosts::on(&cfg.machine);
         let cache_syscalls = SyscallCosts::on(&cfg.cache_machine);
         let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, 0x5eed));
