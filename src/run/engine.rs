@@ -100,31 +100,7 @@ impl Config {
             )
         })?;
         for j in &jobfile.jobs {
-            if j.rw.ddirs().contains(&crate::job::Ddir::Trim) && !device::has_discard(&profile) {
-                let mut e = InputError::new(
-                    "rw",
-                    format!(
-                        "job '{}': the device '{}' has no discard (TRIM) support, so fio's \
-                         trims would fail with EOPNOTSUPP (error 95)",
-                        j.name, profile.name
-                    ),
-                );
-                e.file = Some(jobfile.source.clone());
-                return Err(e.into());
-            }
-            if let Some(bad) = j.direct_misalignment(u64::from(profile.queue.logical_block_size)) {
-                let mut e = InputError::new(
-                    "direct",
-                    format!(
-                        "job '{}': direct=1 needs sizes and offsets in multiples of the \
-                         device's logical block size ({} bytes), not {bad} (fio's O_DIRECT \
-                         I/O would fail with EINVAL, error 22)",
-                        j.name, profile.queue.logical_block_size
-                    ),
-                );
-                e.file = Some(jobfile.source.clone());
-                return Err(e.into());
-            }
+            check_against_device(j, &profile).map_err(|e| e.in_file(&jobfile.source))?;
             if j.time_based && j.runtime.is_none() && spec.max_runtime_ns.is_none() {
                 return Err(InputError::new(
                     "time_based",
@@ -227,13 +203,37 @@ fn check_state_bytes(jobs: &[crate::job::JobSpec]) -> Result<(), Error> {
     Ok(())
 }
 
+/// What fio's own I/O to the device would fail with: trims to a device
+/// without discard (EOPNOTSUPP), O_DIRECT sizes or offsets off the
+/// logical block size (EINVAL).
+fn check_against_device(j: &crate::job::JobSpec, profile: &Profile) -> Result<(), InputError> {
+    if j.rw.ddirs().contains(&crate::job::Ddir::Trim) && !device::has_discard(profile) {
+        return Err(InputError::new(
+            "rw",
+            format!(
+                "job '{}': the device '{}' has no discard (TRIM) support, so fio's trims \
+                 would fail with EOPNOTSUPP (error 95)",
+                j.name, profile.name
+            ),
+        ));
+    }
+    let lbs = profile.queue.logical_block_size;
+    if let Some(bad) = j.direct_misalignment(u64::from(lbs)) {
+        return Err(InputError::new(
+            "direct",
+            format!(
+                "job '{}': direct=1 needs sizes and offsets in multiples of the device's \
+                 logical block size ({lbs} bytes), not {bad} (fio's O_DIRECT I/O would fail \
+                 with EINVAL, error 22)",
+                j.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn input(message: String) -> Error {
-    Error::Input(InputError {
-        file: None,
-        line: None,
-        option: None,
-        message,
-    })
+    Error::Input(InputError::message(message))
 }
 
 /// More events than this at one simulated instant means the run is stuck:
@@ -302,14 +302,8 @@ impl Simulation {
         .map_err(input)?;
         block.enable_wbt_default().map_err(input)?;
         // The jobs' sizes and offsets against the device: the job file's.
-        let layouts = workload::layout(&jobfile.jobs, block.capacity()).map_err(|message| {
-            Error::Input(InputError {
-                file: Some(jobfile.source.clone()),
-                line: None,
-                option: None,
-                message,
-            })
-        })?;
+        let layouts = workload::layout(&jobfile.jobs, block.capacity())
+            .map_err(|m| Error::Input(InputError::message(m).in_file(&jobfile.source)))?;
         let syscalls = SyscallCosts::on(&cfg.machine);
         let cache_syscalls = SyscallCosts::on(&cfg.cache_machine);
         let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, 0x5eed));

@@ -44,6 +44,22 @@ impl InputError {
             message: message.into(),
         }
     }
+
+    /// An error not tied to one option.
+    pub fn message(message: impl Into<String>) -> InputError {
+        InputError {
+            file: None,
+            line: None,
+            option: None,
+            message: message.into(),
+        }
+    }
+
+    /// The same error, in `file` (a job file's check made after parsing).
+    pub fn in_file(mut self, file: &str) -> InputError {
+        self.file = Some(file.to_string());
+        self
+    }
 }
 
 impl std::fmt::Display for InputError {
