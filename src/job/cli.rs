@@ -55,7 +55,9 @@ pub(crate) fn parse_args(args: &[String], inputs: &Inputs) -> Result<JobFile, Jo
         if value.is_none() {
             let next = args.get(i).map(String::as_str);
             match def.arg {
-                Arg::Value => match next {
+                // fio's booleans take a required argument too, so
+                // `--direct --bs=16k` is direct="--bs=16k" (an error).
+                Arg::Value | Arg::Bool => match next {
                     Some(n) => {
                         value = Some(n.to_string());
                         i += 1;
@@ -68,12 +70,6 @@ pub(crate) fn parse_args(args: &[String], inputs: &Inputs) -> Result<JobFile, Jo
                         ));
                     }
                 },
-                Arg::Bool => {
-                    if let Some(n) = next.filter(|n| matches!(*n, "0" | "1")) {
-                        value = Some(n.to_string());
-                        i += 1;
-                    }
-                }
                 Arg::Flag | Arg::Optional => {}
             }
         }

@@ -50,6 +50,8 @@ pub(crate) enum Key {
     ThinkTimeBlocks,
     RandomDistribution,
     RandomGenerator,
+    PercentageRandom,
+    PercentageSequential,
     NoRandomMap,
     RandRepeat,
     RandSeed,
@@ -96,7 +98,8 @@ pub(crate) enum Key {
 pub(crate) enum Arg {
     /// fio's "set" options (`time_based`, `thread`): bare means on.
     Flag,
-    /// Booleans: bare means 1, otherwise 0/1.
+    /// fio's booleans (`direct`, `randrepeat`): a value 0 or 1 is required,
+    /// bare use is an error in fio ("requires an argument").
     Bool,
     /// A value is required.
     Value,
@@ -106,7 +109,7 @@ pub(crate) enum Arg {
 
 impl Arg {
     pub(crate) fn bare_ok(self) -> bool {
-        !matches!(self, Arg::Value)
+        matches!(self, Arg::Flag | Arg::Optional)
     }
 }
 
@@ -272,8 +275,8 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("offset_align", &[], Value),
     ig("bs_is_seq_rand", &[], Bool),
     ig("softrandommap", &[], Bool),
-    ig("percentage_random", &[], Value),
-    ig("percentage_sequential", &[], Value),
+    m("percentage_random", &[], Value, Key::PercentageRandom),
+    m("percentage_sequential", &[], Value, Key::PercentageSequential),
     ig("allrandrepeat", &[], Bool),
     ig("openfiles", &[], Value),
     ig("file_service_type", &[], Value),

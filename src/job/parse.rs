@@ -289,6 +289,10 @@ impl<'e> Parser<'e> {
             out.push((def.name.to_string(), v.clone()));
         }
         let Some(key) = def.key else {
+            // Not modelled, but fio still checks an on/off option's form.
+            if matches!(def.arg, Arg::Bool | Arg::Flag) {
+                on_off_value(def.arg, value.as_deref()).map_err(fail)?;
+            }
             if !self.ignored.iter().any(|n| n == def.name) {
                 self.ignored.push(def.name.to_string());
             }
@@ -375,18 +379,53 @@ fn with_arg(msg: String, o: &RawOpt) -> String {
     }
 }
 
-fn bool_value(v: Option<&str>) -> Result<bool, String> {
-    let Some(v) = v else {
-        return Ok(true);
+/// fio's `check_int` (parse.c): `sscanf("%u")`, or `"%x"` when the text
+/// holds "0x". Leading blanks and a sign are taken, and reading stops at the
+/// first character that is not a digit, so "1abc" is 1 and "yes" is no
+/// number at all.
+fn fio_check_int(v: &str) -> Option<i64> {
+    let t = v.trim_start();
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
     };
-    match v.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        t => match t.parse::<u64>() {
-            Ok(n) => Ok(n != 0),
-            Err(_) => Err(format!("expected a boolean 0 or 1, got '{t}'")),
-        },
+    let hex = v.contains("0x") || v.contains("0X");
+    let (digits, radix) = if hex {
+        let t = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+        (t, 16)
+    } else {
+        (t, 10)
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    let n = i64::from_str_radix(&digits[..end], radix).ok()?;
+    Some(if neg { -n } else { n })
+}
+
+/// The value of one of fio's on/off options. `Arg::Bool` (FIO_OPT_BOOL:
+/// `direct`, `randrepeat`, ...) needs a number and allows at most 1;
+/// `Arg::Flag` (FIO_OPT_STR_SET: `time_based`, `group_reporting`, ...) is
+/// on when bare and otherwise any number, 0 meaning off. Words such as
+/// "yes" or "true" are errors in fio 3.33, so they are here.
+fn on_off_value(arg: Arg, v: Option<&str>) -> Result<bool, String> {
+    let Some(v) = v else {
+        return match arg {
+            Arg::Bool => Err("needs a value 0 or 1".to_string()),
+            _ => Ok(true),
+        };
+    };
+    let Some(n) = fio_check_int(v) else {
+        let want = if arg == Arg::Bool { "0 or 1" } else { "a number (0 is off)" };
+        return Err(format!("expected {want}, got '{}'", v.trim()));
+    };
+    // fio compares against the option's maxval of 1 only from above: a
+    // negative number (stored as a large unsigned one) passes, and is on.
+    if arg == Arg::Bool && n > 1 {
+        return Err(format!("value {n} out of range (1 max)"));
     }
+    Ok(n != 0)
 }
 
 /// fio's integer options accept size suffixes too (`iodepth=1k` is 1024).
@@ -816,7 +855,7 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         Ok(s.to_string())
     };
     if matches!(def.arg, Arg::Bool | Arg::Flag) {
-        let on = bool_value(v)?;
+        let on = on_off_value(def.arg, v)?;
         match key {
             Key::BsUnaligned => b.spec.bs_unaligned = on,
             Key::Direct => b.spec.direct = on,
@@ -882,6 +921,15 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         }
         Key::RwMixRead => s.rwmixread = u32_in(val()?, kb, 0, 100)?,
         Key::RwMixWrite => s.rwmixread = 100 - u32_in(val()?, kb, 0, 100)?,
+        // fio: maxval 100, one value per direction.
+        Key::PercentageRandom | Key::PercentageSequential => {
+            let perc = per_dir(val()?, |p| u32_in(p, kb, 0, 100))?;
+            for (slot, p) in s.percentage_random.iter_mut().zip(perc) {
+                if let Some(p) = p {
+                    *slot = if key == Key::PercentageRandom { p } else { 100 - p };
+                }
+            }
+        }
         Key::Bs => {
             for (d, x) in per_dir(val()?, |p| positive_size(p, kb))?
                 .into_iter()

@@ -196,6 +196,11 @@ pub struct JobSpec {
     pub rw_modifier: Option<i64>,
     /// Percent of mixed I/O that reads (rwmixread / 100 - rwmixwrite).
     pub rwmixread: u32,
+    /// Per direction: percent of a random job's offset choices that are
+    /// random, the rest continuing where the last I/O ended
+    /// (`percentage_random`, or 100 - `percentage_sequential`; fio's
+    /// `perc_rand`, default 100).
+    pub percentage_random: [u32; 3],
     /// Per direction (read, write, trim).
     pub bs: [BlockSizes; 3],
     pub blockalign: [Option<u64>; 3],
@@ -448,6 +453,7 @@ impl JobSpec {
             rw: RwPattern::Read,
             rw_modifier: None,
             rwmixread: 50,
+            percentage_random: [100; 3],
             bs: [
                 BlockSizes::Fixed(4096),
                 BlockSizes::Fixed(4096),

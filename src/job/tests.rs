@@ -244,10 +244,10 @@ fn too_many_jobs() {
 // ---------------------------------------------------------------- syntax
 
 #[test]
-fn comments_blank_lines_spacing_and_bare_booleans() {
+fn comments_blank_lines_spacing_and_bare_flags() {
     let f = ok(
         "; comment\n# comment\n\n[job]\n  bs = 8k   ; trailing comment\nrw=randread # another\n\
-                time_based\nruntime = 10\ndirect\nnorandommap\n",
+                time_based\nruntime = 10\ndirect=1\nnorandommap\n",
     );
     let j = &f.jobs[0];
     assert_eq!(j.bs[0], BlockSizes::Fixed(8192));
@@ -261,8 +261,37 @@ fn comments_blank_lines_spacing_and_bare_booleans() {
             ("bs".to_string(), " 8k".to_string()),
             ("rw".into(), "randread".into()),
             ("runtime".into(), " 10".into()),
+            ("direct".into(), "1".into()),
         ]
     );
+}
+
+/// fio 3.33 `--parse-only`, checked on this machine: a boolean needs 0 or
+/// 1 (sscanf-style, so "0x1", " 1" and "1abc" are 1), a "set" option takes
+/// any number, and words like "yes" are refused by both, modelled or not.
+#[test]
+fn on_off_options_take_what_fio_takes() {
+    let job = |opt: &str| format!("[job]\nrw=read\nsize=1m\n{opt}\n");
+    for (opt, direct) in [("direct=0", false), ("direct= 1", true), ("direct=0x1", true), ("direct=1abc", true)] {
+        assert_eq!(ok(&job(opt)).jobs[0].direct, direct, "{opt}");
+    }
+    for (opt, want) in [
+        ("direct", "needs a value"),
+        ("direct=true", "expected 0 or 1, got 'true'"),
+        ("direct=yes", "expected 0 or 1"),
+        ("direct=2", "out of range"),
+        ("randrepeat=2", "out of range"),
+        ("time_based=yes", "expected a number"),
+        ("fill_device=on", "expected 0 or 1"),
+        ("fill_device", "needs a value"),
+    ] {
+        let e = err(&job(opt));
+        let name = opt.split('=').next().unwrap();
+        assert_eq!((e.line, e.option.as_deref()), (4, Some(name)), "{opt}");
+        assert!(e.message.contains(want), "{opt}: {e}");
+    }
+    let f = ok(&job("group_reporting=2\ntime_based=0\nruntime=1"));
+    assert!(f.jobs[0].group_reporting && !f.jobs[0].time_based);
 }
 
 #[test]
@@ -787,14 +816,16 @@ fn command_line_forms() {
     assert!(f.jobs[0].direct && !f.jobs[1].direct);
     assert!(f.jobs[1].time_based);
     assert_eq!(f.jobs[1].runtime, Some(30 * SEC));
-    // A bare boolean is true and does not swallow the next option.
-    let f = parse_args(
+    // A boolean takes the next argument as its value, as fio's getopt does:
+    // `--direct --bs=16k` is direct="--bs=16k", an error naming direct.
+    let e = parse_args(
         &args(&["--name=j", "--direct", "--bs=16k"]),
         &Inputs::plain(),
     )
-    .unwrap();
-    assert!(f.jobs[0].direct);
-    assert_eq!(f.jobs[0].bs[0], BlockSizes::Fixed(16384));
+    .unwrap_err();
+    assert_eq!(e.option.as_deref(), Some("direct"), "{e}");
+    let e = parse_args(&args(&["--name=j", "--direct"]), &Inputs::plain()).unwrap_err();
+    assert!(e.message.contains("needs a value"), "{e}");
 }
 
 #[test]
@@ -919,4 +950,18 @@ fn direct_io_needs_logical_block_alignment() {
     );
     j.offset = SizeSpec::Bytes(1000);
     assert_eq!(j.direct_misalignment(512).as_deref(), Some("offset=1000"));
+}
+
+#[test]
+fn percentage_random_and_sequential_per_direction() {
+    let job = |opt: &str| format!("[job]\nrw=randrw\nsize=1m\n{opt}\n");
+    assert_eq!(ok(&job("")).jobs[0].percentage_random, [100; 3]);
+    assert_eq!(ok(&job("percentage_random=30")).jobs[0].percentage_random, [30; 3]);
+    assert_eq!(
+        ok(&job("percentage_sequential=,90")).jobs[0].percentage_random,
+        [100, 10, 10]
+    );
+    let e = err(&job("percentage_random=101"));
+    assert_eq!(e.option.as_deref(), Some("percentage_random"));
+    assert!(e.message.contains("0..100"), "{e}");
 }
