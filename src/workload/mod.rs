@@ -12,6 +12,7 @@ mod dist;
 mod layout;
 mod offsets;
 mod permute;
+mod usedmap;
 mod rate;
 mod zoned;
 
@@ -121,6 +122,9 @@ pub struct Generator {
     /// Random with `:N`: I/Os per random jump, and how many sequential remain.
     rand_run: u64,
     rand_run_left: u64,
+    /// `percentage_random` per direction: below 100, a random job's jump
+    /// continues from the last I/O's end instead with the rest's odds.
+    percentage_random: [u32; 3],
     /// The write half of a trimwrite pair is due (a flag rather than an
     /// Option keeps the hot path free of 24-byte moves).
     pending_write: bool,
@@ -143,6 +147,9 @@ pub struct Generator {
     rng_ddir: ChaCha8Rng,
     rng_bs: ChaCha8Rng,
     rng_off: ChaCha8Rng,
+    /// fio's `seq_rand_state`: draws for `percentage_random` only, so jobs
+    /// without it draw exactly as before.
+    rng_seq: ChaCha8Rng,
 }
 
 impl Generator {
@@ -157,6 +164,7 @@ impl Generator {
             r
         };
         let (rng_ddir, rng_bs, mut rng_off) = (stream(1), stream(2), stream(3));
+        let rng_seq = stream(4);
 
         // Directions whose offsets and sizes are drawn; a trimwrite's trim
         // reuses its write's range.
@@ -205,14 +213,26 @@ impl Generator {
                 }
             };
         }
+        // Per group: can one I/O cover more than one of its blocks? Then the
+        // group keeps fio's random map (sizes measured in blocks of min bs).
+        let varied: Vec<bool> = keys
+            .iter()
+            .enumerate()
+            .map(|(g, &(ba, min))| {
+                ba == min
+                    && placed
+                        .iter()
+                        .any(|d| group_of[d.index()] == g && bs[d.index()].max() > min)
+            })
+            .collect();
         let mut rand = Vec::new();
         if random {
             for f in &layout.files {
-                for &(ba, min) in &keys {
+                for (g, &(ba, min)) in keys.iter().enumerate() {
                     // fio's last_block(): the last start that leaves room for min bs.
                     let usable = f.len - min.saturating_sub(ba);
                     let n = (usable / ba).min((1 << 62) - 1);
-                    rand.push(RandomBlocks::new(n, spec, &mut rng_off)?);
+                    rand.push(RandomBlocks::new(n, spec, varied[g], &mut rng_off)?);
                 }
             }
         }
@@ -284,6 +304,7 @@ impl Generator {
             },
             rand_run,
             rand_run_left: 0,
+            percentage_random: spec.percentage_random,
             pending_write: false,
             pending: IoUnit {
                 ddir: Ddir::Write,
@@ -311,6 +332,7 @@ impl Generator {
             rng_ddir,
             rng_bs,
             rng_off,
+            rng_seq,
         })
     }
 
@@ -481,8 +503,15 @@ impl Generator {
             }
             self.rand_run_left = self.rand_run - 1;
         }
+        if self.percentage_random[i] < 100 && !self.should_do_random(i) {
+            if let Some(pos) = self.continue_in_file(f, i) {
+                let len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
+                return (pos, len);
+            }
+        }
+        let picker = f * self.groups + self.group_of[i];
         let block = if self.zoned.is_empty() {
-            let picker = &mut self.rand[f * self.groups + self.group_of[i]];
+            let picker = &mut self.rand[picker];
             let passes = picker.passes();
             let b = picker.next(&mut self.rng_off);
             if picker.passes() != passes {
@@ -492,9 +521,41 @@ impl Generator {
         } else {
             self.zoned[f * 3 + i].next(&mut self.rng_off)
         };
-        let pos = block * self.align[i];
-        let len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
+        let align = self.align[i];
+        let pos = block * align;
+        let mut len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
+        if self.zoned.is_empty() {
+            let blocks = len.div_ceil(align);
+            let kept = self.rand[picker].mark(block, blocks);
+            if kept < blocks {
+                len = kept * align;
+            }
+        }
         (pos, len)
+    }
+
+    /// fio's `should_do_random`: `rand_between(1, 100) <= perc_rand`.
+    #[cold]
+    fn should_do_random(&mut self, i: usize) -> bool {
+        let draw = (self.rng_seq.next_u32() as u64 * 100) >> 32;
+        draw < u64::from(self.percentage_random[i])
+    }
+
+    /// The sequential choice of a `percentage_random` job: where the last
+    /// I/O of this direction ended (`get_next_seq_offset`). At the file's
+    /// end a time_based job wraps to its start; otherwise fio takes a random
+    /// block instead (None).
+    #[cold]
+    fn continue_in_file(&mut self, f: usize, i: usize) -> Option<u64> {
+        let file = &self.files[f];
+        let pos = file.last_end[i];
+        if pos <= file.len - self.min_bs[i] {
+            Some(pos)
+        } else if self.time_based {
+            Some(0)
+        } else {
+            None
+        }
     }
 
     /// Bytes counted against the budget so far.

@@ -4,6 +4,7 @@
 use super::bs::uniform_below;
 use super::dist::{Normal, Pareto, Zipf};
 use super::permute::{bits_for, LfsrWalker, Mixer, PermWalker};
+use super::usedmap::UsedMap;
 use crate::job::{JobSpec, RandomDistribution, RandomGenerator};
 use rand::RngCore;
 
@@ -56,10 +57,20 @@ impl Scatter {
 pub struct RandomBlocks {
     n: u64,
     src: Source,
+    /// fio's random map, kept only where it changes the I/O: the
+    /// permutation walk with sizes that vary (see `usedmap.rs`).
+    used: Option<UsedMap>,
 }
 
 impl RandomBlocks {
-    pub fn new(n: u64, spec: &JobSpec, rng: &mut impl RngCore) -> Result<RandomBlocks, String> {
+    /// `varied`: the I/O sizes drawn with these blocks vary, so one I/O may
+    /// cover several blocks.
+    pub fn new(
+        n: u64,
+        spec: &JobSpec,
+        varied: bool,
+        rng: &mut impl RngCore,
+    ) -> Result<RandomBlocks, String> {
         debug_assert!(n > 0);
         let src = match spec.random_distribution {
             RandomDistribution::Random => match spec.random_generator {
@@ -86,7 +97,8 @@ impl RandomBlocks {
                 Source::Normal(Normal::new(n, sigma_pct, center))
             }
         };
-        Ok(RandomBlocks { n, src })
+        let used = (varied && matches!(src, Source::Perm(_))).then(|| UsedMap::new(n));
+        Ok(RandomBlocks { n, src, used })
     }
 
     /// Forget which blocks this pass has hit (a new loop).
@@ -95,6 +107,9 @@ impl RandomBlocks {
             Source::Perm(w) => w.new_pass(),
             Source::Lfsr(w) => w.new_pass(),
             _ => {}
+        }
+        if let Some(m) = &mut self.used {
+            m.clear();
         }
     }
 
@@ -114,6 +129,39 @@ impl RandomBlocks {
 
     #[inline]
     pub fn next(&mut self, rng: &mut impl RngCore) -> u64 {
+        if self.used.is_some() {
+            return self.next_free(rng);
+        }
+        self.draw(rng)
+    }
+
+    /// With the random map: a full map starts a new pass (fio's
+    /// `get_next_rand_block` resets the file; a byte-bounded pass has ended
+    /// before that), and a pick on a done block moves to the next free one.
+    #[cold]
+    fn next_free(&mut self, rng: &mut impl RngCore) -> u64 {
+        if self.used.as_ref().is_some_and(UsedMap::is_full) {
+            self.new_pass();
+        }
+        let b = self.draw(rng);
+        match &self.used {
+            Some(m) => m.free_from(b).unwrap_or(b),
+            None => b,
+        }
+    }
+
+    /// fio's `mark_random_map`: an I/O of `blocks` blocks from `b` keeps
+    /// only the free run it starts (returned); without the map, all of it.
+    #[inline]
+    pub fn mark(&mut self, b: u64, blocks: u64) -> u64 {
+        match &mut self.used {
+            Some(m) => m.set_run(b, blocks),
+            None => blocks,
+        }
+    }
+
+    #[inline]
+    fn draw(&mut self, rng: &mut impl RngCore) -> u64 {
         match &mut self.src {
             Source::Perm(w) => w.next(rng),
             Source::Lfsr(w) => w.next(rng),
@@ -153,7 +201,7 @@ mod tests {
         };
         let n = 100_000;
         let mut rng = ChaCha8Rng::seed_from_u64(4);
-        let mut rb = RandomBlocks::new(n, &spec, &mut rng).unwrap();
+        let mut rb = RandomBlocks::new(n, &spec, false, &mut rng).unwrap();
         // The 100 hottest blocks should not sit in one corner.
         let mut counts = vec![0u32; n as usize];
         for _ in 0..200_000 {
@@ -176,11 +224,11 @@ mod tests {
             h: 1.5,
             center: None,
         };
-        assert!(RandomBlocks::new(10, &spec, &mut rng).is_err());
+        assert!(RandomBlocks::new(10, &spec, false, &mut rng).is_err());
         spec.random_distribution = RandomDistribution::Zipf {
             theta: 0.0,
             center: None,
         };
-        assert!(RandomBlocks::new(10, &spec, &mut rng).is_err());
+        assert!(RandomBlocks::new(10, &spec, false, &mut rng).is_err());
     }
 }

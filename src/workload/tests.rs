@@ -328,6 +328,9 @@ fn bssplit_proportions_by_count() {
     let mut s = spec(RwPattern::RandRead);
     s.bs[0] = BlockSizes::Split(vec![(4096, 60), (16384, 30), (65536, 10)]);
     s.time_based = true;
+    // The draw itself; with the random map, lengths are also trimmed to
+    // free runs (`varied_sizes_are_trimmed_to_free_runs_as_fio_does`).
+    s.norandommap = true;
     let mut g = Generator::new(&s, &one_file(0, 1 << 30), 2).unwrap();
     let n = 100_000;
     let mut c = [0usize; 3];
@@ -345,6 +348,44 @@ fn bssplit_proportions_by_count() {
         let got = c[k] as f64 / n as f64;
         assert!((got - want).abs() < 0.01, "{c:?}");
     }
+}
+
+/// fio 3.33 (`ioengine=null size=64m rw=randread`, I/Os per pass):
+/// bsrange=4k-64k 2743, bssplit=4k/50:64k/50 3262, bsrange=4k-16k 8010;
+/// with norandommap 1963 (no trimming). Every pass covers the region once
+/// and no I/O overlaps another.
+#[test]
+fn varied_sizes_are_trimmed_to_free_runs_as_fio_does() {
+    let count = |bs: BlockSizes, norandommap: bool| {
+        let mut s = spec(RwPattern::RandRead);
+        s.bs[0] = bs;
+        s.norandommap = norandommap;
+        let mut g = Generator::new(&s, &one_file(0, 64 << 20), 5).unwrap();
+        let ios = drain(&mut g, usize::MAX);
+        if !norandommap {
+            let mut covered = vec![false; (64 << 20) / 4096];
+            for io in &ios {
+                assert_eq!(io.len % 4096, 0);
+                for b in io.offset / 4096..(io.offset + io.len) / 4096 {
+                    assert!(!covered[b as usize], "block {b} twice");
+                    covered[b as usize] = true;
+                }
+            }
+            assert!(covered.iter().all(|&c| c));
+        }
+        ios.len() as f64
+    };
+    let range = |min, max| BlockSizes::Range { min, max };
+    for (bs, fio) in [
+        (range(4096, 65536), 2743.0),
+        (BlockSizes::Split(vec![(4096, 50), (65536, 50)]), 3262.0),
+        (range(4096, 16384), 8010.0),
+    ] {
+        let got = count(bs.clone(), false);
+        assert!((got / fio - 1.0).abs() < 0.05, "{bs:?}: {got} I/Os, fio {fio}");
+    }
+    let got = count(range(4096, 65536), true);
+    assert!((got / 1963.0 - 1.0).abs() < 0.05, "norandommap: {got}");
 }
 
 #[test]
@@ -399,6 +440,44 @@ fn random_run_modifier() {
         }
     }
     assert!(jumps > 90);
+}
+
+/// `percentage_random=N`: about N% of the offsets are random jumps, the
+/// rest continue where the last I/O ended; 100 (the default) draws exactly
+/// as a job without the option, and 0 is sequential from a random start.
+#[test]
+fn percentage_random_mixes_jumps_and_runs() {
+    let continued = |perc: u32| {
+        let mut s = spec(RwPattern::RandRead);
+        s.percentage_random = [perc; 3];
+        let mut g = Generator::new(&s, &one_file(0, 1 << 30), 7).unwrap();
+        let ios = drain(&mut g, 10_000);
+        let runs = ios
+            .windows(2)
+            .filter(|w| w[1].offset == w[0].offset + w[0].len)
+            .count();
+        (runs as f64 / (ios.len() - 1) as f64, ios)
+    };
+    let (share, _) = continued(30);
+    assert!((share - 0.70).abs() < 0.02, "{share}");
+    let (share, _) = continued(0);
+    assert_eq!(share, 1.0);
+    let (share, plain) = continued(100);
+    assert!(share < 0.01, "{share}");
+    let mut g = Generator::new(&spec(RwPattern::RandRead), &one_file(0, 1 << 30), 7).unwrap();
+    assert_eq!(plain, drain(&mut g, 10_000));
+}
+
+/// At the region's end the sequential choice gives way to a random block
+/// (fio's `get_next_seq_offset` fails there unless the job is time_based).
+#[test]
+fn percentage_random_at_the_end_of_the_file_jumps() {
+    let mut s = spec(RwPattern::RandWrite);
+    s.percentage_random = [0; 3];
+    let mut g = Generator::new(&s, &one_file(0, 64 * KIB), 3).unwrap();
+    let ios = drain(&mut g, 1000);
+    assert_eq!(ios.len(), 16);
+    assert!(ios.iter().all(|io| io.offset + io.len <= 64 * KIB));
 }
 
 #[test]
