@@ -4,7 +4,9 @@
 //! region starts at `offset` (+ `offset_increment` × clone number) and is
 //! `size` long (default: the rest of the device). Without a filename fio
 //! creates `name.clone.filenum` files; we place them one after another in job
-//! order, as a fresh filesystem would, and `offset` applies inside each file.
+//! order, as a fresh filesystem would. There `offset` (+ `offset_increment`)
+//! is added to each file's length, as fio lays the file out to offset + size,
+//! unless `filesize=` fixes the length.
 
 use super::{JobLayout, Region};
 use crate::job::{BlockSizes, EngineKind, JobSpec, SizeSpec};
@@ -178,10 +180,22 @@ fn own_files(
         }
         file_sizes.resize(nfiles as usize, per);
     }
+    // fio resolves a percentage offset against the file's size before it
+    // creates the file, which is 0 (fio 3.33 here: offset=50% on a new 1 MiB
+    // file writes all of it from 0). A byte offset without filesize= makes
+    // the file that much longer (size=1m offset=512k lays out 1.5 MiB and
+    // does 1 MiB from 512k); with filesize= it lies inside the file.
+    let off = start_offset(job, 0)?;
+    let sized = job.filesize.is_some();
     let mut files = Vec::with_capacity(nfiles as usize);
     let mut total = 0u64;
-    for fsize in file_sizes {
-        let off = start_offset(job, fsize)?;
+    for io_len in file_sizes {
+        let fsize = if sized {
+            io_len
+        } else {
+            off.checked_add(io_len)
+                .ok_or_else(|| format!("job '{}': offset + size overflows", job.name))?
+        };
         if off >= fsize {
             return Err(format!(
                 "job '{}': offset {off} is at or past the end of its {fsize}-byte file",
@@ -321,11 +335,11 @@ mod tests {
             l[1].files,
             vec![Region {
                 start: GIB + 4096,
-                len: MIB + 100 - 4096
+                len: MIB + 100
             }]
         );
-        // b's file is rounded up to a whole filesystem block.
-        assert_eq!(l[2].files[0].start, GIB + MIB + 4096);
+        // b's file (offset + size) is rounded up to a whole filesystem block.
+        assert_eq!(l[2].files[0].start, GIB + MIB + 8192);
     }
 
     #[test]
@@ -384,8 +398,47 @@ mod tests {
     #[test]
     fn own_file_offset_past_end() {
         let mut a = job("a");
-        a.size = Some(SizeSpec::Bytes(MIB));
+        a.filesize = Some((MIB, MIB));
         a.offset = SizeSpec::Bytes(MIB);
         assert!(layout(&[a], GIB).unwrap_err().contains("'a'"));
+    }
+
+    /// The layouts fio 3.33 made here (file sizes from `ls`, offsets from
+    /// `write_iolog`).
+    #[test]
+    fn own_files_grow_by_their_offset_as_fio_lays_them_out() {
+        const KIB: u64 = 1024;
+        // size=1m offset=512k: a 1.5 MiB file, 1 MiB of I/O from 512k.
+        let mut a = job("x");
+        a.size = Some(SizeSpec::Bytes(MIB));
+        a.offset = SizeSpec::Bytes(512 * KIB);
+        let l = layout(&[a.clone()], GIB).unwrap();
+        assert_eq!(l[0].files, vec![Region { start: 512 * KIB, len: MIB }]);
+        // nrfiles=2 offset=256k: two 768 KiB files, 512 KiB from 256k in each.
+        let mut z = a.clone();
+        z.nrfiles = 2;
+        z.offset = SizeSpec::Bytes(256 * KIB);
+        let l = layout(&[z], GIB).unwrap();
+        let half = 512 * KIB;
+        let second = 768 * KIB + 256 * KIB;
+        assert_eq!(
+            l[0].files,
+            vec![
+                Region { start: 256 * KIB, len: half },
+                Region { start: second, len: half }
+            ]
+        );
+        // offset=50% on a new file is 0: all of it.
+        let mut y = a.clone();
+        y.offset = SizeSpec::Percent(50.0);
+        assert_eq!(layout(&[y], GIB).unwrap()[0].files, vec![Region { start: 0, len: MIB }]);
+        // filesize=1m size=512k offset=256k: inside the file.
+        let mut f = a;
+        f.filesize = Some((MIB, MIB));
+        f.size = Some(SizeSpec::Bytes(512 * KIB));
+        f.offset = SizeSpec::Bytes(256 * KIB);
+        let l = layout(&[f], GIB).unwrap();
+        assert_eq!(l[0].files, vec![Region { start: 256 * KIB, len: 768 * KIB }]);
+        assert_eq!(l[0].io_bytes, 512 * KIB);
     }
 }
