@@ -431,3 +431,19 @@ fn a_job_larger_than_the_device_is_an_error_naming_its_file() {
     assert!(text.starts_with("big.fio: "), "{text}");
     assert!(text.contains("but the device has"), "{text}");
 }
+
+/// fio refuses `cgroup_weight=` under cgroup v2; the error names that
+/// option (not `cgroup=`) and the job file.
+#[test]
+fn cgroup_weight_under_v2_is_an_error_naming_the_option_and_file() {
+    let mut spec = cfg("bfq", "nvme");
+    spec.cgroup_version = 2;
+    spec.job = JobSource::text(
+        "w.fio",
+        "[a]\nrw=randread\nsize=1m\ncgroup=g1\ncgroup_weight=500\n",
+    );
+    let e = elevator::run::run(&spec).expect_err("cgroup_weight on v2");
+    let text = e.to_string();
+    assert!(text.starts_with("w.fio: option 'cgroup_weight': "), "{text}");
+    assert!(text.contains("cgroup v2"), "{text}");
+}

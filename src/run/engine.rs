@@ -10,7 +10,7 @@ use crate::block::driver::CPU_WORK;
 use crate::block::elevator::ElevatorType;
 use crate::block::{BioDone, BlockLayer, Env, QueueSetup};
 use crate::cache::{CacheSetup, PageCache};
-use crate::cgroup::{CgroupTree, CgroupVersion, IoPrio, IoPrioClass, SET_PREFIX};
+use crate::cgroup::{CgroupError, CgroupTree, CgroupVersion, IoPrio, IoPrioClass, SET_PREFIX};
 use crate::device::{self, Profile};
 use crate::fs::{Ext4, MountOptions};
 use crate::job::{EngineKind, JobFile};
@@ -154,7 +154,13 @@ fn build_cgroups(jobfile: &JobFile, cfg: &Config) -> Result<(CgroupTree, Vec<u16
     for j in &jobfile.jobs {
         let id = tree
             .join_fio(j.cgroup.as_deref(), j.cgroup_weight)
-            .map_err(|e| InputError::new("cgroup", format!("job '{}': {e}", j.name)))?;
+            .map_err(|e| {
+                let option = match e {
+                    CgroupError::FioWeightOnV2 => "cgroup_weight",
+                    _ => "cgroup",
+                };
+                InputError::new(option, format!("job '{}': {e}", j.name)).in_file(&jobfile.source)
+            })?;
         ids.push(id);
     }
     for (key, value) in &cfg.settings.cgroup {
