@@ -192,6 +192,14 @@ impl TaskCx<'_> {
                 // Another task's work holds the CPU.
                 self.cpus.wait(task.id, task.cpu);
                 task.sleep = Some(SleepReason::Cpu);
+                // Only the task whose turn is next is woken when the CPU
+                // frees; the others are woken in turn as each task that had
+                // the CPU lets it go (the engine's `share_cpu`). Waking all
+                // of them at every free instant made runs with hundreds of
+                // jobs per CPU quadratic, each turn re-arming every waiter.
+                if self.cpus.waits_behind_another(task.id, task.cpu) {
+                    return false;
+                }
             }
             self.wake_at(task, ready);
             return false;
