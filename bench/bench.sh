@@ -4,6 +4,7 @@
 #   bench/bench.sh            # full run (1e8-request memory point takes about a minute)
 #   QUICK=1 bench/bench.sh    # smaller counts, for a smoke test
 #   BASELINE=path/to/old/elevator bench/bench.sh   # also count an older build's instructions
+#                                  (BASELINE_NAME=COMMIT names it in the table)
 #
 # Measures simulated requests per wall-clock second for each scheduler and
 # device, fio's null-engine IOPS on this machine for comparison, and peak RSS
@@ -213,6 +214,26 @@ JOB
   row="$row | $(python3 -c "print(f'{${got[mq-deadline]}/${got[none]}:.2f}')") |"
   echo "$row" >> "$OUT"
 done
+{
+  echo
+  echo "## Many jobs on few CPUs"
+  echo
+  echo "Wall-clock time for N jobs of 1024 random 4 KiB reads each (libaio, iodepth 2) on nvme"
+  echo "with 2 simulated CPUs, so N/2 jobs share each CPU through the fair-scheduler model."
+  echo "The time per simulated request should stay about flat as N grows."
+  echo
+  echo "| jobs | simulated requests | wall s | requests/s | peak RSS (MiB) |"
+  echo "|---:|---:|---:|---:|---:|"
+} >> "$OUT"
+for n in 64 256 1024 ${MANY_JOBS_TOP:-4096}; do
+  [ "${QUICK:-0}" = 1 ] && [ "$n" -gt 256 ] && continue
+  printf '[global]\nrw=randread\nbs=4k\nsize=4m\nioengine=libaio\niodepth=2\ndirect=1\ngroup_reporting\n[m]\nnumjobs=%d\noffset_increment=4m\nfilename=/dev/nvme0n1\n' "$n" > "$TMP/many.fio"
+  /usr/bin/time -f "%e %M" -o "$TMP/time" "$BIN" run "$TMP/many.fio" --scheduler none --device nvme \
+      --cpus 2 --output-format=json --output "$TMP/many.json" --no-progress
+  read -r wall rss < "$TMP/time"
+  reqs=$(( n * 1024 ))
+  echo "| $n | $reqs | $wall | $(python3 -c "print(f'{$reqs/max($wall,0.001):,.0f}')") | $(( rss / 1024 )) |" >> "$OUT"
+done
 
 CG_N=200000
 [ "${QUICK:-0}" = 1 ] && CG_N=20000
@@ -226,7 +247,7 @@ if command -v valgrind >/dev/null 2>&1; then
     echo
     echo "Counted by valgrind's callgrind for $CG_N requests of the same workload on nvme: unlike"
     echo "wall time it does not move with the machine's load, so this is the figure to compare"
-    echo "builds by.${BASELINE:+ The baseline is the build at $BASELINE.}"
+    echo "builds by.${BASELINE:+ The baseline is the build at ${BASELINE_NAME:-$BASELINE}.}"
     echo
     if [ -n "${BASELINE:-}" ]; then
       echo "| scheduler | instructions per request | baseline | change |"
