@@ -444,6 +444,9 @@ fn cgroup_weight_under_v2_is_an_error_naming_the_option_and_file() {
     );
     let e = elevator::run::run(&spec).expect_err("cgroup_weight on v2");
     let text = e.to_string();
-    assert!(text.starts_with("w.fio: option 'cgroup_weight': "), "{text}");
+    assert!(
+        text.starts_with("w.fio: option 'cgroup_weight': "),
+        "{text}"
+    );
     assert!(text.contains("cgroup v2"), "{text}");
 }

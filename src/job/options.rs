@@ -276,7 +276,12 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("bs_is_seq_rand", &[], Bool),
     ig("softrandommap", &[], Bool),
     m("percentage_random", &[], Value, Key::PercentageRandom),
-    m("percentage_sequential", &[], Value, Key::PercentageSequential),
+    m(
+        "percentage_sequential",
+        &[],
+        Value,
+        Key::PercentageSequential,
+    ),
     ig("allrandrepeat", &[], Bool),
     ig("openfiles", &[], Value),
     ig("file_service_type", &[], Value),

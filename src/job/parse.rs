@@ -392,7 +392,10 @@ fn fio_check_int(v: &str) -> Option<i64> {
     };
     let hex = v.contains("0x") || v.contains("0X");
     let (digits, radix) = if hex {
-        let t = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+        let t = t
+            .strip_prefix("0x")
+            .or_else(|| t.strip_prefix("0X"))
+            .unwrap_or(t);
         (t, 16)
     } else {
         (t, 10)
@@ -417,7 +420,11 @@ fn on_off_value(arg: Arg, v: Option<&str>) -> Result<bool, String> {
         };
     };
     let Some(n) = fio_check_int(v) else {
-        let want = if arg == Arg::Bool { "0 or 1" } else { "a number (0 is off)" };
+        let want = if arg == Arg::Bool {
+            "0 or 1"
+        } else {
+            "a number (0 is off)"
+        };
         return Err(format!("expected {want}, got '{}'", v.trim()));
     };
     // fio compares against the option's maxval of 1 only from above: a
@@ -926,7 +933,11 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
             let perc = per_dir(val()?, |p| u32_in(p, kb, 0, 100))?;
             for (slot, p) in s.percentage_random.iter_mut().zip(perc) {
                 if let Some(p) = p {
-                    *slot = if key == Key::PercentageRandom { p } else { 100 - p };
+                    *slot = if key == Key::PercentageRandom {
+                        p
+                    } else {
+                        100 - p
+                    };
                 }
             }
         }

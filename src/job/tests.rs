@@ -272,7 +272,12 @@ fn comments_blank_lines_spacing_and_bare_flags() {
 #[test]
 fn on_off_options_take_what_fio_takes() {
     let job = |opt: &str| format!("[job]\nrw=read\nsize=1m\n{opt}\n");
-    for (opt, direct) in [("direct=0", false), ("direct= 1", true), ("direct=0x1", true), ("direct=1abc", true)] {
+    for (opt, direct) in [
+        ("direct=0", false),
+        ("direct= 1", true),
+        ("direct=0x1", true),
+        ("direct=1abc", true),
+    ] {
         assert_eq!(ok(&job(opt)).jobs[0].direct, direct, "{opt}");
     }
     for (opt, want) in [
@@ -956,7 +961,10 @@ fn direct_io_needs_logical_block_alignment() {
 fn percentage_random_and_sequential_per_direction() {
     let job = |opt: &str| format!("[job]\nrw=randrw\nsize=1m\n{opt}\n");
     assert_eq!(ok(&job("")).jobs[0].percentage_random, [100; 3]);
-    assert_eq!(ok(&job("percentage_random=30")).jobs[0].percentage_random, [30; 3]);
+    assert_eq!(
+        ok(&job("percentage_random=30")).jobs[0].percentage_random,
+        [30; 3]
+    );
     assert_eq!(
         ok(&job("percentage_sequential=,90")).jobs[0].percentage_random,
         [100, 10, 10]

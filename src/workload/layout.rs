@@ -413,7 +413,13 @@ mod tests {
         a.size = Some(SizeSpec::Bytes(MIB));
         a.offset = SizeSpec::Bytes(512 * KIB);
         let l = layout(&[a.clone()], GIB).unwrap();
-        assert_eq!(l[0].files, vec![Region { start: 512 * KIB, len: MIB }]);
+        assert_eq!(
+            l[0].files,
+            vec![Region {
+                start: 512 * KIB,
+                len: MIB
+            }]
+        );
         // nrfiles=2 offset=256k: two 768 KiB files, 512 KiB from 256k in each.
         let mut z = a.clone();
         z.nrfiles = 2;
@@ -424,21 +430,36 @@ mod tests {
         assert_eq!(
             l[0].files,
             vec![
-                Region { start: 256 * KIB, len: half },
-                Region { start: second, len: half }
+                Region {
+                    start: 256 * KIB,
+                    len: half
+                },
+                Region {
+                    start: second,
+                    len: half
+                }
             ]
         );
         // offset=50% on a new file is 0: all of it.
         let mut y = a.clone();
         y.offset = SizeSpec::Percent(50.0);
-        assert_eq!(layout(&[y], GIB).unwrap()[0].files, vec![Region { start: 0, len: MIB }]);
+        assert_eq!(
+            layout(&[y], GIB).unwrap()[0].files,
+            vec![Region { start: 0, len: MIB }]
+        );
         // filesize=1m size=512k offset=256k: inside the file.
         let mut f = a;
         f.filesize = Some((MIB, MIB));
         f.size = Some(SizeSpec::Bytes(512 * KIB));
         f.offset = SizeSpec::Bytes(256 * KIB);
         let l = layout(&[f], GIB).unwrap();
-        assert_eq!(l[0].files, vec![Region { start: 256 * KIB, len: 768 * KIB }]);
+        assert_eq!(
+            l[0].files,
+            vec![Region {
+                start: 256 * KIB,
+                len: 768 * KIB
+            }]
+        );
         assert_eq!(l[0].io_bytes, 512 * KIB);
     }
 }

@@ -12,8 +12,8 @@ mod dist;
 mod layout;
 mod offsets;
 mod permute;
-mod usedmap;
 mod rate;
+mod usedmap;
 mod zoned;
 
 #[cfg(test)]

@@ -382,7 +382,10 @@ fn varied_sizes_are_trimmed_to_free_runs_as_fio_does() {
         (range(4096, 16384), 8010.0),
     ] {
         let got = count(bs.clone(), false);
-        assert!((got / fio - 1.0).abs() < 0.05, "{bs:?}: {got} I/Os, fio {fio}");
+        assert!(
+            (got / fio - 1.0).abs() < 0.05,
+            "{bs:?}: {got} I/Os, fio {fio}"
+        );
     }
     let got = count(range(4096, 65536), true);
     assert!((got / 1963.0 - 1.0).abs() < 0.05, "norandommap: {got}");

@@ -138,9 +138,7 @@ mod tests {
         for _pass in 0..2 {
             while !map.is_full() {
                 let pick = rng.gen_range(0..n);
-                let want_free = (pick..n)
-                    .chain(0..pick)
-                    .find(|&k| !plain[k as usize]);
+                let want_free = (pick..n).chain(0..pick).find(|&k| !plain[k as usize]);
                 let b = map.free_from(pick);
                 assert_eq!(b, want_free);
                 let b = b.unwrap();
