@@ -319,3 +319,28 @@ fn schedulers_lists_every_tunable_with_its_default() {
         .expect("async_depth listed");
     assert!(line.contains("default nr_requests"), "{line}");
 }
+
+/// A kernel without blk-mq has no `none`: without `--scheduler` the run
+/// takes that kernel's default elevator (CFQ) and says so; an explicit
+/// `none` is still an error naming what the kernel had.
+#[test]
+fn a_kernel_before_blk_mq_defaults_to_its_own_elevator() {
+    let o = run_small(&["--kernel", "2.6.32", "--output-format", "json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("its default elevator, cfq, runs"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stdout.contains("\"scheduler\" : \"cfq\""), "{}", o.stdout);
+    let o = run_small(&["--kernel", "2.6.32", "--scheduler", "none"]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("kernel 2.6.32 had: noop, deadline, cfq"),
+        "{}",
+        o.stderr
+    );
+    let o = run_small(&["--kernel", "6.1"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stderr.contains("default elevator"), "{}", o.stderr);
+}

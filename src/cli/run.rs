@@ -5,6 +5,7 @@ use super::args::{self, flag, valued, with_short, Opt, Parsed, Unknown, HELP};
 use super::{emit, note, CliError};
 use crate::fs::ext4::MountOptions;
 use crate::job::{self, EngineKind, JobFile};
+use crate::kernel::Version;
 use crate::machine::Machine;
 use crate::report::{self, RunReport};
 use crate::run::{self, DeviceSource, JobSource, RunSpec, Setting, Switch};
@@ -86,7 +87,7 @@ const OWN_OPTS: &[Opt] = &[
     valued(
         "scheduler",
         "NAME",
-        "the scheduler (default none; `elevator schedulers` lists them)",
+        "the scheduler (default none, or cfq for a --kernel before blk-mq; `elevator schedulers` lists them)",
     ),
     valued(
         "output-format",
@@ -551,6 +552,21 @@ fn formats(v: Option<&str>) -> Result<Vec<String>, CliError> {
     Ok(f)
 }
 
+/// Without `--scheduler`, a `--kernel` without blk-mq runs its own default
+/// elevator (CFQ), said in a note, instead of failing on `none`.
+fn default_scheduler_for_era(spec: &mut RunSpec) {
+    let Some(v) = spec.kernel.as_deref().and_then(|k| Version::parse(k).ok()) else {
+        return;
+    };
+    let name = sched::default_for_kernel(v);
+    if name != spec.scheduler {
+        note(&format!(
+            "note: no --scheduler: kernel {v} has no blk-mq 'none', so its default elevator, {name}, runs"
+        ));
+        spec.scheduler = name.to_string();
+    }
+}
+
 /// `elevator run`.
 pub fn cmd(argv: &[String]) -> Result<(), CliError> {
     let opts = all_opts();
@@ -563,6 +579,8 @@ pub fn cmd(argv: &[String]) -> Result<(), CliError> {
     if let Some(s) = p.get("scheduler") {
         let t = sched::find_simulated(s).map_err(|e| CliError::bad(format!("--scheduler: {e}")))?;
         spec.scheduler = t.name.to_string();
+    } else if p.get("spec").is_none() {
+        default_scheduler_for_era(&mut spec);
     }
     if p.flag("print-spec") {
         return emit(&(spec.to_json() + "\n"), p.get("output"));

@@ -333,6 +333,18 @@ pub fn of_kernel(v: Version) -> Vec<&'static ElevatorType> {
     SCHEDULERS.iter().filter(|t| in_kernel(t.name, v)).collect()
 }
 
+/// The scheduler a run gets without `--scheduler`: `none` where the kernel
+/// has it (blk-mq, 3.13 on), else that kernel's default legacy elevator,
+/// CFQ (block/Kconfig.iosched: DEFAULT_IOSCHED is "cfq" from 2.6.18 until
+/// CFQ's removal in 5.0).
+pub fn default_for_kernel(v: Version) -> &'static str {
+    if in_kernel("none", v) {
+        "none"
+    } else {
+        "cfq"
+    }
+}
+
 /// `find_simulated`, and the scheduler must have existed in kernel `v`.
 pub fn find_in_kernel(name: &str, v: Version) -> Result<&'static ElevatorType, String> {
     let t = find(name)?;
