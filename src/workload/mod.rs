@@ -125,6 +125,9 @@ pub struct Generator {
     /// `percentage_random` per direction: below 100, a random job's jump
     /// continues from the last I/O's end instead with the rest's odds.
     percentage_random: [u32; 3],
+    /// Some percentage below 100, or some random map (`RandomBlocks::mark`):
+    /// one flag keeps both off the common random path.
+    random_extras: bool,
     /// The write half of a trimwrite pair is due (a flag rather than an
     /// Option keeps the hot path free of 24-byte moves).
     pending_write: bool,
@@ -305,6 +308,8 @@ impl Generator {
             rand_run,
             rand_run_left: 0,
             percentage_random: spec.percentage_random,
+            random_extras: spec.percentage_random.iter().any(|&p| p < 100)
+                || varied.iter().any(|&v| v),
             pending_write: false,
             pending: IoUnit {
                 ddir: Ddir::Write,
@@ -503,7 +508,7 @@ impl Generator {
             }
             self.rand_run_left = self.rand_run - 1;
         }
-        if self.percentage_random[i] < 100 && !self.should_do_random(i) {
+        if self.random_extras && self.percentage_random[i] < 100 && !self.should_do_random(i) {
             if let Some(pos) = self.continue_in_file(f, i) {
                 let len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
                 return (pos, len);
@@ -524,7 +529,7 @@ impl Generator {
         let align = self.align[i];
         let pos = block * align;
         let mut len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
-        if self.zoned.is_empty() {
+        if self.random_extras && self.zoned.is_empty() {
             let blocks = len.div_ceil(align);
             let kept = self.rand[picker].mark(block, blocks);
             if kept < blocks {

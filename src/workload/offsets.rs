@@ -127,7 +127,7 @@ impl RandomBlocks {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn next(&mut self, rng: &mut impl RngCore) -> u64 {
         if self.used.is_some() {
             return self.next_free(rng);
@@ -139,6 +139,7 @@ impl RandomBlocks {
     /// `get_next_rand_block` resets the file; a byte-bounded pass has ended
     /// before that), and a pick on a done block moves to the next free one.
     #[cold]
+    #[inline(never)]
     fn next_free(&mut self, rng: &mut impl RngCore) -> u64 {
         if self.used.as_ref().is_some_and(UsedMap::is_full) {
             self.new_pass();
@@ -152,7 +153,6 @@ impl RandomBlocks {
 
     /// fio's `mark_random_map`: an I/O of `blocks` blocks from `b` keeps
     /// only the free run it starts (returned); without the map, all of it.
-    #[inline]
     pub fn mark(&mut self, b: u64, blocks: u64) -> u64 {
         match &mut self.used {
             Some(m) => m.set_run(b, blocks),
@@ -160,7 +160,7 @@ impl RandomBlocks {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn draw(&mut self, rng: &mut impl RngCore) -> u64 {
         match &mut self.src {
             Source::Perm(w) => w.next(rng),
