@@ -734,7 +734,7 @@ impl JobStats {
 
     /// [`JobStats::record_io`] with the I/O's offset (logged with
     /// `log_offset=1`).
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn record_io_at(
         &mut self,
