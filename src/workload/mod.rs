@@ -496,23 +496,28 @@ impl Generator {
     fn random_offset(&mut self, f: usize, ddir: Ddir) -> (u64, u64) {
         let i = ddir.index();
         let file_len = self.files[f].len;
+        // fio continues from the last I/O's end between jumps of
+        // `rw=randread:N` (wrapping to the start), and for the sequential
+        // share of `percentage_random` (a random block at the end instead).
+        let mut continued = None;
         if self.rand_run > 1 {
             if self.rand_run_left > 0 {
                 self.rand_run_left -= 1;
-                let mut pos = self.files[f].last_end[i];
-                if pos > file_len - self.min_bs[i] {
-                    pos = 0;
-                }
-                let len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
-                return (pos, len);
+                continued = Some(self.continue_in_file(f, i).unwrap_or(0));
+            } else {
+                self.rand_run_left = self.rand_run - 1;
             }
-            self.rand_run_left = self.rand_run - 1;
         }
-        if self.random_extras && self.percentage_random[i] < 100 && !self.should_do_random(i) {
-            if let Some(pos) = self.continue_in_file(f, i) {
-                let len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
-                return (pos, len);
-            }
+        if continued.is_none()
+            && self.random_extras
+            && self.percentage_random[i] < 100
+            && !self.should_do_random(i)
+        {
+            continued = self.continue_in_file(f, i);
+        }
+        if let Some(pos) = continued {
+            let len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
+            return (pos, len);
         }
         let picker = f * self.groups + self.group_of[i];
         let block = if self.zoned.is_empty() {
@@ -546,12 +551,11 @@ impl Generator {
         draw < u64::from(self.percentage_random[i])
     }
 
-    /// The sequential choice of a `percentage_random` job: where the last
-    /// I/O of this direction ended (`get_next_seq_offset`). At the file's
-    /// end a time_based job wraps to its start; otherwise fio takes a random
-    /// block instead (None).
-    #[cold]
-    fn continue_in_file(&mut self, f: usize, i: usize) -> Option<u64> {
+    /// Where the last I/O of this direction ended, while a block still fits
+    /// there (`get_next_seq_offset`); at the file's end a time_based job
+    /// wraps to its start, otherwise None.
+    #[inline]
+    fn continue_in_file(&self, f: usize, i: usize) -> Option<u64> {
         let file = &self.files[f];
         let pos = file.last_end[i];
         if pos <= file.len - self.min_bs[i] {

@@ -145,10 +145,7 @@ impl RandomBlocks {
             self.new_pass();
         }
         let b = self.draw(rng);
-        match &self.used {
-            Some(m) => m.free_from(b).unwrap_or(b),
-            None => b,
-        }
+        self.used.as_ref().and_then(|m| m.free_from(b)).unwrap_or(b)
     }
 
     /// fio's `mark_random_map`: an I/O of `blocks` blocks from `b` keeps
