@@ -41,6 +41,19 @@ pub struct QueueLimits {
     /// mergeable in the scheduler.
     #[serde(default)]
     pub budget: bool,
+    /// The device takes discards (TRIM): sysfs `discard_max_bytes` above 0.
+    /// A discard to a queue without them fails (`blkdev_issue_discard`
+    /// returns -EOPNOTSUPP, and fio's trim job stops with error 95). Default
+    /// true, as for the SSD, NVMe and RAM models; SATA disks set false.
+    #[serde(default = "default_discard", skip_serializing_if = "is_true")]
+    pub discard: bool,
+}
+
+fn default_discard() -> bool {
+    true
+}
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn default_lbs() -> u32 {

@@ -47,6 +47,7 @@ impl TestDevice {
                 max_hw_sectors_kb: 128,
                 max_segments: 128,
                 budget: false,
+                discard: true,
             },
             read_ns: 100_000,
             write_ns: 100_000,

@@ -18,14 +18,6 @@ pub fn is_ata(profile: &Profile) -> bool {
     matches!(profile.model.as_str(), "hdd" | "sata-ssd")
 }
 
-/// Whether the device accepts discards (TRIM). The `hdd` model stands for
-/// SATA disks without TRIM: the block layer refuses a discard to a queue
-/// whose `max_discard_sectors` is 0 (`blkdev_issue_discard` returns
-/// -EOPNOTSUPP, and fio's trim job stops with error 95).
-pub fn has_discard(profile: &Profile) -> bool {
-    profile.model != "hdd"
-}
-
 /// Build the model a profile names.
 pub fn build(profile: &Profile, seed: u64) -> Result<Box<dyn Device>, String> {
     match profile.model.as_str() {

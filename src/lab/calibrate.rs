@@ -444,6 +444,7 @@ pub fn queue_limits(bd: &BlockDev) -> Result<QueueLimits, String> {
         max_hw_sectors_kb: num("max_hw_sectors_kb", 1280).max(4) as u32,
         max_segments: num("max_segments", 128) as u32,
         budget: false,
+        discard: num("discard_max_bytes", 0) > 0,
     })
 }
 
@@ -1694,6 +1695,7 @@ mod tests {
             max_hw_sectors_kb: 4,
             max_segments: 65535,
             budget: false,
+            discard: true,
         };
         let m = Measured {
             device: "/dev/loop0".into(),
@@ -1815,6 +1817,7 @@ mod tests {
             max_hw_sectors_kb: 1280,
             max_segments: 128,
             budget: false,
+            discard: true,
         }
     }
 

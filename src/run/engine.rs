@@ -213,7 +213,7 @@ fn check_state_bytes(jobs: &[crate::job::JobSpec]) -> Result<(), Error> {
 /// without discard (EOPNOTSUPP), O_DIRECT sizes or offsets off the
 /// logical block size (EINVAL).
 fn check_against_device(j: &crate::job::JobSpec, profile: &Profile) -> Result<(), InputError> {
-    if j.rw.ddirs().contains(&crate::job::Ddir::Trim) && !device::has_discard(profile) {
+    if j.rw.ddirs().contains(&crate::job::Ddir::Trim) && !profile.queue.discard {
         return Err(InputError::new(
             "rw",
             format!(
