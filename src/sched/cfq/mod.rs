@@ -59,6 +59,22 @@ use attrs::*;
 /// The first kernel whose CFQ sets slice_idle = 0 on non-rotational queues
 /// at registration (`cfq_registered_queue`; version from memory).
 pub const IOPS_MODE_ON_SSD_SINCE: crate::kernel::Version = crate::kernel::Version::new(4, 8, 0);
+/// The first kernel whose sync-noidle queues preempt each other whatever the
+/// size of their tree. From 2.6.33 ("cfq-iosched: fix no-idle preemption
+/// logic") a sync-noidle queue preempted an empty active one of the same
+/// tree only when the two were the whole tree (`service_tree->count == 2`;
+/// present in the 2.6.3x and 3.x sources, gone from 4.14's); Jan Kara's
+/// "cfq-iosched: Allow sync noidle workloads to preempt each other" dropped
+/// the count (version from memory). The count matters with many seeky
+/// processes: without it every arrival preempts and is queued a second
+/// before the tree's first key, so keys run into the past and a queue left
+/// in the sync tree waits until they stop.
+pub const NOIDLE_PREEMPT_ANY_SINCE: crate::kernel::Version = crate::kernel::Version::new(4, 6, 0);
+/// The first kernel where any queue may preempt an empty active queue that
+/// would not idle ("An idle queue should not be idle now for some
+/// reason"): in the sources that test REQ_PRIO (3.2 on), absent from those
+/// that still test REQ_META (2.6.3x, E4's 2.6.39); version from memory.
+pub const NOT_IDLING_PREEMPT_SINCE: crate::kernel::Version = crate::kernel::Version::new(3, 2, 0);
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use attrs::CFQ_ATTRS;
@@ -410,6 +426,12 @@ pub struct Cfq {
     last_position: u64,
     last_delayed_sync: i64,
     nonrot: bool,
+    /// Sync-noidle queues preempt each other in trees of any size
+    /// (`NOIDLE_PREEMPT_ANY_SINCE`), else only in a tree of two.
+    noidle_preempt_any: bool,
+    /// An empty active queue that would not idle may be preempted
+    /// (`NOT_IDLING_PREEMPT_SINCE`).
+    not_idling_preempt: bool,
     timer_at: Option<u64>,
     timer_token: u64,
 }
@@ -467,6 +489,8 @@ impl Cfq {
             // cfq_init_queue: "sync ops weren't delayed in the last second".
             last_delayed_sync: -(NS_PER_SEC as i64),
             nonrot: false,
+            noidle_preempt_any: true,
+            not_idling_preempt: true,
             timer_at: None,
             timer_token: 0,
         }
@@ -1560,20 +1584,31 @@ impl Cfq {
         if nq.class == RT_WL && cq.class != RT_WL {
             return true;
         }
-        if self.serving_wl_type == SYNC_NOIDLE_WL && nq.wl_type() == SYNC_NOIDLE_WL && cq.is_empty()
+        if self.serving_wl_type == SYNC_NOIDLE_WL
+            && nq.wl_type() == SYNC_NOIDLE_WL
+            && cq.is_empty()
+            && (self.noidle_preempt_any || self.tree_count(new) == 2)
         {
             return true;
         }
         if r.has(flags::PRIO) && cq.prio_pending == 0 {
             return true;
         }
-        if cq.is_empty() && !self.should_idle(a) {
+        if self.not_idling_preempt && cq.is_empty() && !self.should_idle(a) {
             return true;
         }
         if self.active_pid.is_none() || !cq.f.wait_request {
             return false;
         }
         r.sector.abs_diff(self.last_position) <= CFQQ_CLOSE_THR
+    }
+
+    /// `cfqq->service_tree->count`: busy queues on `q`'s service tree (0
+    /// when it is on none).
+    fn tree_count(&self, q: Qid) -> u32 {
+        let cq = self.q(q);
+        cq.tree
+            .map_or(0, |(st, _, _)| self.g(cq.group).st[st].count())
     }
 
     /// `cfqg_is_descendant(g, ancestor)`.
@@ -1925,6 +1960,8 @@ impl Elevator for Cfq {
         // slice_idle at 8 ms on SSDs, where only the NCQ check
         // (nonrot && hw_tag) and seekiness turn idling off.
         self.nonrot = !q.rotational;
+        self.noidle_preempt_any = q.kernel >= NOIDLE_PREEMPT_ANY_SINCE;
+        self.not_idling_preempt = q.kernel >= NOT_IDLING_PREEMPT_SINCE;
         if self.nonrot && q.kernel >= IOPS_MODE_ON_SSD_SINCE {
             self.slice_idle = 0;
         }
