@@ -344,3 +344,25 @@ fn a_kernel_before_blk_mq_defaults_to_its_own_elevator() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(!o.stderr.contains("default elevator"), "{}", o.stderr);
 }
+
+#[test]
+fn dm_names_the_crypt_target_and_its_costs_or_says_what_is_wrong() {
+    let o = run_small(&["--dm", "crypt:sector_ns=500", "--print-spec"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("\"dm\": \"crypt:sector_ns=500\""),
+        "{}",
+        o.stdout
+    );
+    let e = run_small(&["--dm", "linear"]);
+    assert_eq!(e.code, 2);
+    assert!(
+        e.stderr
+            .contains("--dm: 'linear': the device-mapper target modelled is crypt"),
+        "{}",
+        e.stderr
+    );
+    let e = run_small(&["--dm", "crypt:sector_ns=-1"]);
+    assert_eq!(e.code, 2);
+    assert!(e.stderr.contains("--dm: sector_ns=-1"), "{}", e.stderr);
+}

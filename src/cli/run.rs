@@ -60,6 +60,11 @@ pub const RUN_OPTS: &[Opt] = &[
         "the jobs' files are on ext4 on the device, mounted with OPTIONS\nas mount -o takes them (data=ordered|writeback, nobarrier,\ncommit=N, journal_async_commit, noatime, ...): buffered jobs\nget the jbd2 journal's commits, flushes and FUA; direct jobs\next4's share of each call and the conversion of fallocated\nextents",
     ),
     valued(
+        "dm",
+        "crypt[:COSTS]",
+        "the device is behind dm-crypt: writes are encrypted and\nsubmitted by a per-CPU kcryptd worker (the scheduler sees the\nworker, not the job), reads decrypted by it after they\ncomplete; COSTS sector_ns=N,bio_ns=N of CPU (default 1000,2000)",
+    ),
+    valued(
         "max-runtime",
         "DURATION",
         "cap every job's simulated time (e.g. 30s, 500ms, 2m)",
@@ -294,6 +299,11 @@ pub fn apply_run_options(p: &Parsed, spec: &mut RunSpec) -> Result<(), CliError>
         crate::fs::MountOptions::parse_mount(v)
             .map_err(|e| CliError::bad(format!("--mount: {e}")))?;
         spec.mount = Some(v.to_string());
+    }
+    if let Some(v) = p.get("dm") {
+        crate::task::kcryptd::CryptCosts::parse(v)
+            .map_err(|e| CliError::bad(format!("--dm: {e}")))?;
+        spec.dm = Some(v.to_string());
     }
     if let Some(v) = p.get("max-runtime") {
         let d = duration("max-runtime", v)?;

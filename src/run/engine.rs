@@ -27,6 +27,7 @@ use crate::task::costs::SyscallCosts;
 use crate::task::fio::{FioJob, Phase};
 use crate::task::flusher::Flusher;
 use crate::task::jbd2::Jbd2Task;
+use crate::task::kcryptd::{CryptCosts, CryptQueues, Kcryptd};
 use crate::task::runqueue::{self, RunQueues};
 use crate::task::{BioOwner, SleepReason, Task, TaskCx, TaskKind};
 use crate::workload::{self, Generator, RateLimiter};
@@ -58,6 +59,8 @@ pub struct Config {
     pub mount: Option<(MountOptions, String)>,
     /// Requests to trace (`RunSpec::trace_requests`).
     pub trace_requests: u32,
+    /// `--dm crypt`: the jobs' bios go through dm-crypt (its workers' costs).
+    pub dm_crypt: Option<CryptCosts>,
 }
 
 impl Config {
@@ -127,8 +130,13 @@ impl Config {
             )),
             None => None,
         };
+        let dm_crypt = match &spec.dm {
+            Some(d) => Some(CryptCosts::parse(d).map_err(|e| InputError::new("dm", e))?),
+            None => None,
+        };
         Ok(Config {
             mount,
+            dm_crypt,
             trace_requests: spec.trace_requests,
             scheduler: first,
             profile,
@@ -285,6 +293,10 @@ pub struct Simulation {
     /// `tasks.len() + 1`).
     fs: Option<Ext4>,
     jbd2: Option<(Task, Jbd2Task)>,
+    /// dm-crypt (`--dm crypt`): the workers' queues and, per CPU, its
+    /// worker (task ids from `tasks.len() + 2`).
+    crypt: Option<CryptQueues>,
+    kcryptd: Vec<(Task, Kcryptd)>,
 }
 
 impl Simulation {
@@ -407,8 +419,29 @@ impl Simulation {
             }
             _ => (None, None),
         };
+        // dm-crypt's workers: one per CPU, a kworker of the root cgroup at
+        // the default I/O priority, ids after the flusher's and jbd2's.
+        let first = tasks.len() as u32 + 2;
+        let crypt = cfg.dm_crypt.map(|c| {
+            let scaled = CryptCosts {
+                sector_ns: cfg.machine.scale_ns(c.sector_ns),
+                bio_ns: cfg.machine.scale_ns(c.bio_ns),
+            };
+            CryptQueues::new(scaled, cpus, first)
+        });
+        let kcryptd = match crypt {
+            Some(_) => (0..cpus)
+                .map(|c| {
+                    let id = first + c as u32;
+                    let t = Task::new(id, TaskKind::Kcryptd, c as u16, 0, IoPrio::default());
+                    (t, Kcryptd::default())
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         // The flusher (id tasks.len(), when there is one) charges its CPU
-        // work directly and takes no part in the run queues yet.
+        // work directly and takes no part in the run queues yet; nor do
+        // dm-crypt's workers.
         let mut runqueues = RunQueues::new(
             cpus,
             tasks.len() + 2,
@@ -436,6 +469,8 @@ impl Simulation {
             flusher,
             fs,
             jbd2,
+            crypt,
+            kcryptd,
             cfg,
         };
         if sim.cfg.trace_requests > 0 {
@@ -467,6 +502,7 @@ impl Simulation {
             cache: self.cache.as_mut(),
             cpus: &mut self.runqueues,
             fs: self.fs.as_mut(),
+            crypt: self.crypt.as_mut(),
         };
         let slot = &mut self.tasks[id as usize];
         (&mut slot.task, &mut slot.job, cx)
@@ -489,6 +525,7 @@ impl Simulation {
             cache: self.cache.as_mut(),
             cpus: &mut self.runqueues,
             fs: self.fs.as_mut(),
+            crypt: self.crypt.as_mut(),
         };
         let (task, body) = self.flusher.as_mut().expect("flusher");
         (task, body, cx)
@@ -511,8 +548,33 @@ impl Simulation {
             cache: self.cache.as_mut(),
             cpus: &mut self.runqueues,
             fs: self.fs.as_mut(),
+            crypt: self.crypt.as_mut(),
         };
         let (task, body) = self.jbd2.as_mut().expect("jbd2");
+        (task, body, cx)
+    }
+
+    /// Whether task `id` is a dm-crypt worker.
+    fn is_kcryptd(&self, id: u32) -> bool {
+        self.crypt.as_ref().is_some_and(|q| q.is_worker(id))
+    }
+
+    /// Worker `id`'s frame, body and context.
+    fn kcryptd_cx(&mut self, id: u32) -> (&mut Task, &mut Kcryptd, TaskCx<'_>) {
+        let cx = TaskCx {
+            now: self.now,
+            block: &mut self.block,
+            events: &mut self.events,
+            done: &mut self.done,
+            woken: &mut self.woken,
+            ready: &mut self.to_step,
+            cache: self.cache.as_mut(),
+            cpus: &mut self.runqueues,
+            fs: self.fs.as_mut(),
+            crypt: self.crypt.as_mut(),
+        };
+        let i = (id - self.tasks.len() as u32 - 2) as usize;
+        let (task, body) = &mut self.kcryptd[i];
         (task, body, cx)
     }
 
@@ -579,6 +641,13 @@ impl Simulation {
                 }
                 Event::Timer(TimerOwner::Task(j), _) if self.is_jbd2(j) => {
                     let (task, _) = self.jbd2.as_mut().expect("jbd2");
+                    if task.wake_pending == Some(t) {
+                        task.wake_pending = None;
+                    }
+                    self.step(j);
+                }
+                Event::Timer(TimerOwner::Task(j), _) if self.is_kcryptd(j) => {
+                    let (task, _, _) = self.kcryptd_cx(j);
                     if task.wake_pending == Some(t) {
                         task.wake_pending = None;
                     }
@@ -699,6 +768,8 @@ impl Simulation {
                     &mut self.flusher.as_mut().expect("flusher").0
                 } else if self.is_jbd2(pid) {
                     &mut self.jbd2.as_mut().expect("jbd2").0
+                } else if self.is_kcryptd(pid) {
+                    self.kcryptd_cx(pid).0
                 } else {
                     &mut self.tasks[pid as usize].task
                 };
@@ -720,6 +791,12 @@ impl Simulation {
                 if self.is_jbd2(owner.task) {
                     let (task, j, mut cx) = self.jbd2_cx();
                     j.bio_done(task, &mut cx);
+                    continue;
+                }
+                if self.is_kcryptd(owner.task) {
+                    // A read through dm-crypt: decrypted before it completes.
+                    let q = self.crypt.as_mut().expect("dm-crypt");
+                    q.read_done(owner.tag, d, &mut self.to_step);
                     continue;
                 }
                 let (task, job, mut cx) = self.task_cx(owner.task);
@@ -749,6 +826,11 @@ impl Simulation {
         if self.is_jbd2(id) {
             let (task, j, mut cx) = self.jbd2_cx();
             j.step(task, &mut cx);
+            return;
+        }
+        if self.is_kcryptd(id) {
+            let (task, k, mut cx) = self.kcryptd_cx(id);
+            k.step(task, &mut cx);
             return;
         }
         if self.runqueues.any_shared() {
@@ -848,6 +930,9 @@ impl Simulation {
             "every request ends exactly once"
         );
         assert_eq!(self.block.live_requests(), 0, "no request outlives the run");
+        if let Some(q) = self.crypt.as_ref().filter(|q| !q.idle()) {
+            panic!("dm-crypt's workers end with work left: {}", q.describe());
+        }
         for t in &self.tasks {
             assert!(
                 t.job.io_wakeups_charged <= t.job.io_sleeps,

@@ -116,6 +116,10 @@ pub struct RunSpec {
     /// on the device, mounted with OPTIONS (`mount -o` syntax; fs/ext4.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount: Option<String>,
+    /// `--dm crypt[:sector_ns=N,bio_ns=N]`: the device is behind dm-crypt
+    /// (task/kcryptd.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dm: Option<String>,
     /// Keep the first N requests the driver takes (`block_rq_issue`) in
     /// the report (`elevator.requests`); 0 keeps none.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -154,6 +158,7 @@ impl RunSpec {
             timestamp: 0,
             kernel: None,
             mount: None,
+            dm: None,
             trace_requests: 0,
         }
     }
@@ -204,6 +209,12 @@ impl RunSpec {
     /// The jobs' files on a file system (`--mount ext4:OPTIONS`).
     pub fn mount(mut self, text: &str) -> RunSpec {
         self.mount = Some(text.to_string());
+        self
+    }
+
+    /// The device behind dm-crypt (`--dm crypt[:COSTS]`).
+    pub fn dm(mut self, text: &str) -> RunSpec {
+        self.dm = Some(text.to_string());
         self
     }
 

@@ -1038,7 +1038,7 @@ impl FioJob {
             Plug::default()
         };
         while let Some(p) = self.pending.front().copied() {
-            let b = BioSubmit {
+            let mut b = BioSubmit {
                 op: p.op,
                 sector: p.sector,
                 nr_sectors: p.nr_sectors,
@@ -1053,9 +1053,7 @@ impl FioJob {
                 }
                 .token(),
             };
-            let r = cx.with_block(|blk, env| {
-                blk.submit_bio(env, &b, if plugged { Some(&mut plug) } else { None })
-            });
+            let r = cx.submit_bio(&mut b, if plugged { Some(&mut plug) } else { None });
             match r {
                 SubmitResult::Taken => {
                     self.pending.pop_front();

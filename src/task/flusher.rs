@@ -264,7 +264,7 @@ impl Flusher {
             };
             let sector = b.start * (PAGE / 512);
             let end = (b.end * (PAGE / 512)).min(self.capacity_sectors);
-            let bio = BioSubmit {
+            let mut bio = BioSubmit {
                 op: Op::Write,
                 sector,
                 nr_sectors: end.saturating_sub(sector) as u32,
@@ -287,7 +287,7 @@ impl Flusher {
                 c.writeback_done(b.file, b.start, b.end, now);
                 continue;
             }
-            match cx.with_block(|blk, env| blk.submit_bio(env, &bio, Some(&mut plug))) {
+            match cx.submit_bio(&mut bio, Some(&mut plug)) {
                 SubmitResult::Taken => {
                     self.inflight[slot as usize] = Some(b);
                     self.pending.pop_front();

@@ -287,7 +287,7 @@ impl Jbd2Task {
         cx.block.cpu_begin(task.cpu, now);
         let mut plug = std::mem::take(&mut self.plug);
         while let Some(b) = self.pending.front().copied() {
-            let bio = BioSubmit {
+            let mut bio = BioSubmit {
                 op: Op::Write,
                 sector: b.sector,
                 nr_sectors: b.nr_sectors,
@@ -302,7 +302,7 @@ impl Jbd2Task {
                 }
                 .token(),
             };
-            match cx.with_block(|blk, env| blk.submit_bio(env, &bio, Some(&mut plug))) {
+            match cx.submit_bio(&mut bio, Some(&mut plug)) {
                 SubmitResult::Taken => {
                     self.out += 1;
                     self.pending.pop_front();

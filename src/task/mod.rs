@@ -13,9 +13,10 @@ pub mod costs;
 pub mod fio;
 pub mod flusher;
 pub mod jbd2;
+pub mod kcryptd;
 pub mod runqueue;
 
-use crate::block::{BioDone, BlockLayer, Env};
+use crate::block::{BioDone, BioSubmit, BlockLayer, Env, Plug, SubmitResult};
 use crate::cache::PageCache;
 use crate::cgroup::IoPrio;
 use crate::fs::Ext4;
@@ -35,6 +36,8 @@ pub enum TaskKind {
     Flusher,
     /// The ext4 journal's commit thread (`jbd2/<dev>-8`).
     Jbd2,
+    /// A CPU's dm-crypt worker (`kworker/N:M` running `kcryptd`).
+    Kcryptd,
 }
 
 /// Why a task is not running.
@@ -149,6 +152,8 @@ pub struct TaskCx<'a> {
     pub cpus: &'a mut RunQueues,
     /// The ext4 file system the jobs' files are on (`--mount`), if any.
     pub fs: Option<&'a mut Ext4>,
+    /// dm-crypt's worker queues (`--dm crypt`), if the jobs write through it.
+    pub crypt: Option<&'a mut kcryptd::CryptQueues>,
 }
 
 impl TaskCx<'_> {
@@ -237,6 +242,25 @@ impl TaskCx<'_> {
                 self.events.push(at.max(self.now), Event::wake(id));
             }
         }
+    }
+
+    /// `submit_bio` of the device the jobs see: through dm-crypt's
+    /// `crypt_map` when there is one (a write goes to its CPU's worker and
+    /// is taken; a read gets the workers' owner token for its decryption),
+    /// else straight to the block layer.
+    #[inline]
+    pub fn submit_bio(&mut self, b: &mut BioSubmit, plug: Option<&mut Plug>) -> SubmitResult {
+        if let Some(q) = self.crypt.as_deref_mut() {
+            if q.map(b, self.ready) {
+                return SubmitResult::Taken;
+            }
+        }
+        let bio = *b;
+        let r = self.with_block(|blk, env| blk.submit_bio(env, &bio, plug));
+        if let (SubmitResult::Sleep(_), Some(q)) = (r, self.crypt.as_deref_mut()) {
+            q.unmap(b);
+        }
+        r
     }
 
     /// Call into the block layer at the current time.
