@@ -224,10 +224,10 @@ fn e4_numbers(rep: &RunReport) -> (f64, f64) {
 /// idle for 50 seeky (4 KiB < 32 sectors on a non-rotational queue) QD1
 /// queues: `cfq_arm_slice_timer` returns at once on a non-rotational NCQ
 /// queue and `cfq_should_idle` wants the last queue of its service tree.
-/// The lead (README, "Against the documents' measurements"): seed 001's disk
-/// sits under two device-mapper layers, likely LVM in LUKS, and dm-crypt
-/// submits writes from per-CPU kcryptd workers, which CFQ would see as a
-/// few deep queues served one slice at a time.
+/// Seed 001's disk sits under two device-mapper layers, likely LVM in LUKS:
+/// through dm-crypt (tests/dm_crypt.rs) CFQ sees one deep queue per CPU's
+/// kcryptd worker and gets E4's long tail, but keeps noop's IOPS unless the
+/// host's CPU work per write is about twice the model's.
 #[test]
 #[ignore = "E4's 1.3x is not reproduced with 2.6.39 CFQ either (ratio 1.00, noop 26180 vs \
             cfq 26179 IOPS on desktop-ssd); see the comment"]

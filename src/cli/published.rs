@@ -54,6 +54,10 @@ pub struct Experiment {
     /// was fitted over the same 7200 s. E1 (a disk) and E3 (a drive in
     /// steady state) settle within their shorter times.
     pub runtime_s: Option<u64>,
+    /// What sits between the jobs and the device in the documents' set-up
+    /// where the model has it: `--mount` and `--dm` values.
+    pub mount: Option<&'static str>,
+    pub dm: Option<&'static str>,
     /// Published rows: scheduler and its cells.
     pub rows: &'static [(&'static str, &'static [Published])],
     /// What differs from the published set-up.
@@ -110,6 +114,8 @@ pub static EXPERIMENTS: &[Experiment] = &[
         // Two Xeon E5-2630 v2: 2 x 6 cores x 2 threads.
         cpus: Some(24),
         runtime_s: Some(120),
+        mount: None,
+        dm: None,
         rows: &[
             ("none", &E1_NONE),
             ("mq-deadline", &E1_MQDL),
@@ -129,6 +135,8 @@ pub static EXPERIMENTS: &[Experiment] = &[
         // One Xeon E5-1650 v3: 6 cores x 2 threads.
         cpus: Some(12),
         runtime_s: Some(7200),
+        mount: None,
+        dm: None,
         rows: &[
             ("none", &E2_NONE),
             ("mq-deadline", &E2_MQDL),
@@ -148,6 +156,8 @@ pub static EXPERIMENTS: &[Experiment] = &[
         // E2's server.
         cpus: Some(12),
         runtime_s: Some(10),
+        mount: None,
+        dm: None,
         rows: &[
             ("none", &E3_NONE),
             ("mq-deadline", &E3_MQDL),
@@ -173,8 +183,13 @@ pub static EXPERIMENTS: &[Experiment] = &[
         kernel: "2.6.39",
         cpus: None,
         runtime_s: None,
+        // -directory=/tmp: the root file system of Oracle Linux 6, ext4. The
+        // disk stats show dm-1 on dm-0 on sda: LVM inside LUKS, the
+        // encrypted install; dm-crypt is modelled, LVM's remap is not.
+        mount: Some("ext4"),
+        dm: Some("crypt"),
         rows: &[("cfq", &E4_CFQ), ("deadline", &E4_DL), ("noop", &E4_NOOP)],
-        note: "2013 desktop SATA SSD (class estimates), program rate fitted to the noop row; device-mapper not modelled",
+        note: "2013 desktop SATA SSD (class estimates), program rate fitted to the noop row; ext4, dm-crypt inferred from the disk stats (dm-1 on dm-0 on sda), LVM not modelled",
     },
 ];
 
@@ -201,6 +216,12 @@ impl Experiment {
             .kernel(self.kernel);
         if let Some(n) = self.cpus {
             s = s.cpus(n);
+        }
+        if let Some(m) = self.mount {
+            s = s.mount(m);
+        }
+        if let Some(d) = self.dm {
+            s = s.dm(d);
         }
         s.max_runtime_ns = self.runtime_s.map(|t| t * NS_PER_SEC);
         s
@@ -342,8 +363,10 @@ pub fn render(cells: &[Compared], runtime: Option<Ns>) -> String {
             (None, _) => "to the job's end".into(),
         };
         let cpus = e.cpus.map(|n| format!(" --cpus {n}")).unwrap_or_default();
+        let mount = e.mount.map(|m| format!(" --mount {m}")).unwrap_or_default();
+        let dm = e.dm.map(|d| format!(" --dm {d}")).unwrap_or_default();
         s.push_str(&format!(
-            "  {}: --device {} --kernel {}{cpus}, {t}; {}\n",
+            "  {}: --device {} --kernel {}{cpus}{mount}{dm}, {t}; {}\n",
             e.id, e.device, e.kernel, e.note
         ));
     }
@@ -472,7 +495,9 @@ mod tests {
             short.contains("E2: --device intel-s3520 --kernel 4.12 --cpus 12, 30 s;"),
             "{short}"
         );
-        assert!(short.contains("E4: --device desktop-ssd --kernel 2.6.39, to the job's end;"));
+        assert!(short.contains(
+            "E4: --device desktop-ssd --kernel 2.6.39 --mount ext4 --dm crypt, to the job's end;"
+        ));
         let odd = render(&cells, Some(1_500_000_000));
         assert!(
             odd.contains("E1: --device hgst-he10 --kernel 4.13 --cpus 24, 1500ms;"),
