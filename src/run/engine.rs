@@ -554,11 +554,6 @@ impl Simulation {
         (task, body, cx)
     }
 
-    /// Whether task `id` is a dm-crypt worker.
-    fn is_kcryptd(&self, id: u32) -> bool {
-        self.crypt.as_ref().is_some_and(|q| q.is_worker(id))
-    }
-
     /// Worker `id`'s frame, body and context.
     fn kcryptd_cx(&mut self, id: u32) -> (&mut Task, &mut Kcryptd, TaskCx<'_>) {
         let cx = TaskCx {
@@ -632,26 +627,12 @@ impl Simulation {
             }
             self.now = t;
             match ev {
-                Event::Timer(TimerOwner::Task(j), _) if self.is_flusher(j) => {
-                    let (task, _) = self.flusher.as_mut().expect("flusher");
+                Event::Timer(TimerOwner::Task(j), _) if self.is_kernel_task(j) => {
+                    let task = self.kernel_task(j);
                     if task.wake_pending == Some(t) {
                         task.wake_pending = None;
                     }
-                    self.step(j);
-                }
-                Event::Timer(TimerOwner::Task(j), _) if self.is_jbd2(j) => {
-                    let (task, _) = self.jbd2.as_mut().expect("jbd2");
-                    if task.wake_pending == Some(t) {
-                        task.wake_pending = None;
-                    }
-                    self.step(j);
-                }
-                Event::Timer(TimerOwner::Task(j), _) if self.is_kcryptd(j) => {
-                    let (task, _, _) = self.kcryptd_cx(j);
-                    if task.wake_pending == Some(t) {
-                        task.wake_pending = None;
-                    }
-                    self.step(j);
+                    self.step_kernel_task(j);
                 }
                 Event::Timer(TimerOwner::Task(j), _) => {
                     let task = &mut self.tasks[j as usize].task;
@@ -764,12 +745,8 @@ impl Simulation {
             // wakes tag waiters from the freeing path.
             for i in 0..self.woken.len() {
                 let pid = self.woken[i];
-                let task = if self.is_flusher(pid) {
-                    &mut self.flusher.as_mut().expect("flusher").0
-                } else if self.is_jbd2(pid) {
-                    &mut self.jbd2.as_mut().expect("jbd2").0
-                } else if self.is_kcryptd(pid) {
-                    self.kcryptd_cx(pid).0
+                let task = if self.is_kernel_task(pid) {
+                    self.kernel_task(pid)
                 } else {
                     &mut self.tasks[pid as usize].task
                 };
@@ -783,20 +760,8 @@ impl Simulation {
             for i in 0..self.done.len() {
                 let d = self.done[i];
                 let owner = BioOwner::from_token(d.owner);
-                if self.is_flusher(owner.task) {
-                    let (task, f, mut cx) = self.flusher_cx();
-                    f.bio_done(task, owner.tag, d.at, &mut cx);
-                    continue;
-                }
-                if self.is_jbd2(owner.task) {
-                    let (task, j, mut cx) = self.jbd2_cx();
-                    j.bio_done(task, &mut cx);
-                    continue;
-                }
-                if self.is_kcryptd(owner.task) {
-                    // A read through dm-crypt: decrypted before it completes.
-                    let q = self.crypt.as_mut().expect("dm-crypt");
-                    q.read_done(owner.tag, d, &mut self.to_step);
+                if self.is_kernel_task(owner.task) {
+                    self.kernel_bio_done(owner, d);
                     continue;
                 }
                 let (task, job, mut cx) = self.task_cx(owner.task);
@@ -816,22 +781,61 @@ impl Simulation {
         }
     }
 
-    /// Task `id` acts at `self.now`.
-    fn step(&mut self, id: u32) {
+    /// Whether task `id` is a kernel task (the flusher, kjournald2, a
+    /// dm-crypt worker): their ids follow the jobs'.
+    #[inline(always)]
+    fn is_kernel_task(&self, id: u32) -> bool {
+        id as usize >= self.tasks.len()
+    }
+
+    /// Kernel task `id`'s frame.
+    #[cold]
+    fn kernel_task(&mut self, id: u32) -> &mut Task {
+        if self.is_flusher(id) {
+            &mut self.flusher.as_mut().expect("flusher").0
+        } else if self.is_jbd2(id) {
+            &mut self.jbd2.as_mut().expect("jbd2").0
+        } else {
+            self.kcryptd_cx(id).0
+        }
+    }
+
+    /// Kernel task `id` acts at `self.now`.
+    #[cold]
+    fn step_kernel_task(&mut self, id: u32) {
         if self.is_flusher(id) {
             let (task, f, mut cx) = self.flusher_cx();
             f.step(task, &mut cx);
-            return;
-        }
-        if self.is_jbd2(id) {
+        } else if self.is_jbd2(id) {
             let (task, j, mut cx) = self.jbd2_cx();
             j.step(task, &mut cx);
-            return;
-        }
-        if self.is_kcryptd(id) {
+        } else {
+            debug_assert!(self.crypt.as_ref().is_some_and(|q| q.is_worker(id)));
             let (task, k, mut cx) = self.kcryptd_cx(id);
             k.step(task, &mut cx);
-            return;
+        }
+    }
+
+    /// A bio of kernel task `owner.task` completed (a dm-crypt read's
+    /// clone comes back to the workers for its decryption).
+    #[cold]
+    fn kernel_bio_done(&mut self, owner: BioOwner, d: BioDone) {
+        if self.is_flusher(owner.task) {
+            let (task, f, mut cx) = self.flusher_cx();
+            f.bio_done(task, owner.tag, d.at, &mut cx);
+        } else if self.is_jbd2(owner.task) {
+            let (task, j, mut cx) = self.jbd2_cx();
+            j.bio_done(task, &mut cx);
+        } else {
+            let q = self.crypt.as_mut().expect("dm-crypt");
+            q.read_done(owner.tag, d, &mut self.to_step);
+        }
+    }
+
+    /// Task `id` acts at `self.now`.
+    fn step(&mut self, id: u32) {
+        if self.is_kernel_task(id) {
+            return self.step_kernel_task(id);
         }
         if self.runqueues.any_shared() {
             return self.step_shared(id);

@@ -248,12 +248,21 @@ impl TaskCx<'_> {
     /// `crypt_map` when there is one (a write goes to its CPU's worker and
     /// is taken; a read gets the workers' owner token for its decryption),
     /// else straight to the block layer.
-    #[inline]
+    #[inline(always)]
     pub fn submit_bio(&mut self, b: &mut BioSubmit, plug: Option<&mut Plug>) -> SubmitResult {
-        if let Some(q) = self.crypt.as_deref_mut() {
-            if q.map(b, self.ready) {
-                return SubmitResult::Taken;
-            }
+        if self.crypt.is_some() {
+            return self.submit_bio_crypt(b, plug);
+        }
+        let b = &*b;
+        self.with_block(|blk, env| blk.submit_bio(env, b, plug))
+    }
+
+    /// `submit_bio` through dm-crypt.
+    #[inline(never)]
+    fn submit_bio_crypt(&mut self, b: &mut BioSubmit, plug: Option<&mut Plug>) -> SubmitResult {
+        let q = self.crypt.as_deref_mut().expect("dm-crypt");
+        if q.map(b, self.ready) {
+            return SubmitResult::Taken;
         }
         let bio = *b;
         let r = self.with_block(|blk, env| blk.submit_bio(env, &bio, plug));
