@@ -299,6 +299,25 @@ pub struct Simulation {
     kcryptd: Vec<(Task, Kcryptd)>,
 }
 
+/// A task's context over the simulation's fields (a macro so that the
+/// caller can still borrow the task's own frame, a disjoint field).
+macro_rules! task_cx {
+    ($sim:ident) => {
+        TaskCx {
+            now: $sim.now,
+            block: &mut $sim.block,
+            events: &mut $sim.events,
+            done: &mut $sim.done,
+            woken: &mut $sim.woken,
+            ready: &mut $sim.to_step,
+            cache: $sim.cache.as_mut(),
+            cpus: &mut $sim.runqueues,
+            fs: $sim.fs.as_mut(),
+            crypt: $sim.crypt.as_mut(),
+        }
+    };
+}
+
 impl Simulation {
     pub fn new(jobfile: &JobFile, cfg: Config) -> Result<Simulation, Error> {
         check_state_bytes(&jobfile.jobs)?;
@@ -492,18 +511,7 @@ impl Simulation {
 
     /// A task's context for acting at `self.now`, with its frame and job.
     fn task_cx(&mut self, id: u32) -> (&mut Task, &mut FioJob, TaskCx<'_>) {
-        let cx = TaskCx {
-            now: self.now,
-            block: &mut self.block,
-            events: &mut self.events,
-            done: &mut self.done,
-            woken: &mut self.woken,
-            ready: &mut self.to_step,
-            cache: self.cache.as_mut(),
-            cpus: &mut self.runqueues,
-            fs: self.fs.as_mut(),
-            crypt: self.crypt.as_mut(),
-        };
+        let cx = task_cx!(self);
         let slot = &mut self.tasks[id as usize];
         (&mut slot.task, &mut slot.job, cx)
     }
@@ -515,18 +523,7 @@ impl Simulation {
 
     /// The flusher's frame, body and context.
     fn flusher_cx(&mut self) -> (&mut Task, &mut Flusher, TaskCx<'_>) {
-        let cx = TaskCx {
-            now: self.now,
-            block: &mut self.block,
-            events: &mut self.events,
-            done: &mut self.done,
-            woken: &mut self.woken,
-            ready: &mut self.to_step,
-            cache: self.cache.as_mut(),
-            cpus: &mut self.runqueues,
-            fs: self.fs.as_mut(),
-            crypt: self.crypt.as_mut(),
-        };
+        let cx = task_cx!(self);
         let (task, body) = self.flusher.as_mut().expect("flusher");
         (task, body, cx)
     }
@@ -538,36 +535,14 @@ impl Simulation {
 
     /// kjournald2's frame, body and context.
     fn jbd2_cx(&mut self) -> (&mut Task, &mut Jbd2Task, TaskCx<'_>) {
-        let cx = TaskCx {
-            now: self.now,
-            block: &mut self.block,
-            events: &mut self.events,
-            done: &mut self.done,
-            woken: &mut self.woken,
-            ready: &mut self.to_step,
-            cache: self.cache.as_mut(),
-            cpus: &mut self.runqueues,
-            fs: self.fs.as_mut(),
-            crypt: self.crypt.as_mut(),
-        };
+        let cx = task_cx!(self);
         let (task, body) = self.jbd2.as_mut().expect("jbd2");
         (task, body, cx)
     }
 
     /// Worker `id`'s frame, body and context.
     fn kcryptd_cx(&mut self, id: u32) -> (&mut Task, &mut Kcryptd, TaskCx<'_>) {
-        let cx = TaskCx {
-            now: self.now,
-            block: &mut self.block,
-            events: &mut self.events,
-            done: &mut self.done,
-            woken: &mut self.woken,
-            ready: &mut self.to_step,
-            cache: self.cache.as_mut(),
-            cpus: &mut self.runqueues,
-            fs: self.fs.as_mut(),
-            crypt: self.crypt.as_mut(),
-        };
+        let cx = task_cx!(self);
         let i = (id - self.tasks.len() as u32 - 2) as usize;
         let (task, body) = &mut self.kcryptd[i];
         (task, body, cx)

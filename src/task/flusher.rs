@@ -125,15 +125,9 @@ impl Flusher {
         if let Some(c) = cx.cache.as_deref_mut() {
             c.flusher_running(now);
         }
-        if task.blocked() {
+        if !cx.kernel_task_may_run(task) {
             return;
         }
-        let ready = task.busy_until.max(cx.block.cpu_free_at(task.cpu));
-        if now < ready {
-            cx.wake_at(task, ready);
-            return;
-        }
-        task.sleep = None;
         if !self.pending.is_empty() {
             self.submit(task, cx);
             return;

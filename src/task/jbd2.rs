@@ -109,15 +109,9 @@ impl Jbd2Task {
 
     /// kjournald2 acts at `cx.now`.
     pub fn step(&mut self, task: &mut Task, cx: &mut TaskCx) {
-        if task.blocked() {
+        if !cx.kernel_task_may_run(task) {
             return;
         }
-        let ready = task.busy_until.max(cx.block.cpu_free_at(task.cpu));
-        if cx.now < ready {
-            cx.wake_at(task, ready);
-            return;
-        }
-        task.sleep = None;
         if !self.pending.is_empty() {
             self.submit(task, cx);
             return;

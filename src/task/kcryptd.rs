@@ -232,15 +232,9 @@ impl Kcryptd {
     /// The worker acts at `cx.now`: one work item, then again when its CPU
     /// time is done, until its queue is empty.
     pub fn step(&mut self, task: &mut Task, cx: &mut TaskCx) {
-        if task.blocked() {
+        if !cx.kernel_task_may_run(task) {
             return;
         }
-        let ready = task.busy_until.max(cx.block.cpu_free_at(task.cpu));
-        if cx.now < ready {
-            cx.wake_at(task, ready);
-            return;
-        }
-        task.sleep = None;
         let cpu = task.cpu as usize;
         let q = cx.crypt.as_deref_mut().expect("dm-crypt queues");
         let costs = q.costs;

@@ -166,6 +166,22 @@ impl TaskCx<'_> {
         self.events.push(at, Event::wake(task.id));
     }
 
+    /// Whether kernel task `task` (flusher, kjournald2, a dm-crypt worker)
+    /// may act now: not blocked in the block layer, and its CPU free (else
+    /// it is woken when it frees).
+    pub fn kernel_task_may_run(&mut self, task: &mut Task) -> bool {
+        if task.blocked() {
+            return false;
+        }
+        let ready = task.busy_until.max(self.block.cpu_free_at(task.cpu));
+        if self.now < ready {
+            self.wake_at(task, ready);
+            return false;
+        }
+        task.sleep = None;
+        true
+    }
+
     /// Step `task` again right after the current event.
     pub fn step_again(&mut self, task: TaskId) {
         self.ready.push(task);
