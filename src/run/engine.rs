@@ -542,8 +542,12 @@ impl Simulation {
 
     /// Worker `id`'s frame, body and context.
     fn kcryptd_cx(&mut self, id: u32) -> (&mut Task, &mut Kcryptd, TaskCx<'_>) {
+        let i = self
+            .crypt
+            .as_ref()
+            .and_then(|q| q.worker_index(id))
+            .expect("a dm-crypt worker's id");
         let cx = task_cx!(self);
-        let i = (id - self.tasks.len() as u32 - 2) as usize;
         let (task, body) = &mut self.kcryptd[i];
         (task, body, cx)
     }
@@ -785,7 +789,6 @@ impl Simulation {
             let (task, j, mut cx) = self.jbd2_cx();
             j.step(task, &mut cx);
         } else {
-            debug_assert!(self.crypt.as_ref().is_some_and(|q| q.is_worker(id)));
             let (task, k, mut cx) = self.kcryptd_cx(id);
             k.step(task, &mut cx);
         }

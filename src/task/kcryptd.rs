@@ -131,7 +131,13 @@ impl CryptQueues {
 
     /// Whether `task` is one of the workers.
     pub fn is_worker(&self, task: TaskId) -> bool {
-        task >= self.first && ((task - self.first) as usize) < self.writes.len()
+        self.worker_index(task).is_some()
+    }
+
+    /// The CPU of worker `task` (its index among the workers).
+    pub fn worker_index(&self, task: TaskId) -> Option<usize> {
+        let i = task.checked_sub(self.first)? as usize;
+        (i < self.writes.len()).then_some(i)
     }
 
     /// How a job's bio goes down (`crypt_map`): a write is queued on the
