@@ -292,8 +292,8 @@ fn e4_sync_noidle_queues_preempt_each_other_only_from_4_6() {
     // 2.6.39 CFQ serves E4's 50 seeky QD1 writers in rb_key order, and its
     // tail is the drive's, as noop's. From 4.6 every arrival preempts and is
     // keyed a second before the tree's first queue: queues keyed normally
-    // wait behind them (measured p99.9: 2.6.39 7.6 ms, 4.19 20.8 ms, noop
-    // 7.7 ms under both).
+    // wait behind them (measured p99.9: 2.6.39 7.5 ms, 4.19 20.6 ms, noop
+    // 7.6 ms under both, with the refitted desktop-ssd).
     let name = "cfq-e4-sata-ssd.fio";
     let p999 = |sched: &str, kernel: &str| {
         let spec = RunSpec::from_text(name, "")

@@ -8,7 +8,7 @@
 use super::costs::SyscallCosts;
 use super::{BioOwner, SleepReason, Task, TaskCx};
 use crate::block::request::{flags, Op};
-use crate::block::{BioDone, BioSubmit, BlockWait, Plug, SubmitResult};
+use crate::block::{BioDone, BioSubmit, Plug, SubmitResult};
 use crate::cache::readahead::RaState;
 use crate::cache::{PageCache, PAGE};
 use crate::fs::ext4::SyncStep;
@@ -1062,11 +1062,7 @@ impl FioJob {
                     }
                 }
                 SubmitResult::Sleep(why) => {
-                    task.sleep = Some(match why {
-                        BlockWait::Tag => SleepReason::Tag,
-                        BlockWait::Frozen => SleepReason::Freeze,
-                        BlockWait::RqQos => SleepReason::Throttle,
-                    });
+                    task.sleep = Some(why.into());
                     break;
                 }
             }

@@ -27,7 +27,7 @@
 
 use super::{BioOwner, SleepReason, Task, TaskCx};
 use crate::block::request::{flags, Op};
-use crate::block::{BioSubmit, BlockWait, Plug, SubmitResult};
+use crate::block::{BioSubmit, Plug, SubmitResult};
 use crate::cache::{PageCache, PAGE};
 use crate::sim::event::Event;
 use crate::sim::time::Ns;
@@ -288,11 +288,7 @@ impl Flusher {
                 }
                 SubmitResult::Sleep(why) => {
                     self.free.push(slot);
-                    task.sleep = Some(match why {
-                        BlockWait::Tag => SleepReason::Tag,
-                        BlockWait::Frozen => SleepReason::Freeze,
-                        BlockWait::RqQos => SleepReason::Throttle,
-                    });
+                    task.sleep = Some(why.into());
                     break;
                 }
             }

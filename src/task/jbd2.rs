@@ -23,7 +23,7 @@
 
 use super::{BioOwner, SleepReason, Task, TaskCx};
 use crate::block::request::{flags, Op};
-use crate::block::{BioSubmit, BlockWait, Plug, SubmitResult};
+use crate::block::{BioSubmit, Plug, SubmitResult};
 use crate::fs::ext4::DataMode;
 use crate::fs::jbd2::{Transaction, BLOCK, TAGS_PER_DESCRIPTOR};
 use crate::sim::time::Ns;
@@ -302,11 +302,7 @@ impl Jbd2Task {
                     self.pending.pop_front();
                 }
                 SubmitResult::Sleep(why) => {
-                    task.sleep = Some(match why {
-                        BlockWait::Tag => SleepReason::Tag,
-                        BlockWait::Frozen => SleepReason::Freeze,
-                        BlockWait::RqQos => SleepReason::Throttle,
-                    });
+                    task.sleep = Some(why.into());
                     break;
                 }
             }

@@ -29,9 +29,9 @@
 //! thread (`dmcrypt_write`), and the device-mapper layers' own per-bio
 //! cost.
 
-use super::{BioOwner, SleepReason, Task, TaskCx, TaskId};
+use super::{BioOwner, Task, TaskCx, TaskId};
 use crate::block::request::Op;
-use crate::block::{BioDone, BioSubmit, BlockWait, SubmitResult};
+use crate::block::{BioDone, BioSubmit, SubmitResult};
 use crate::sim::time::Ns;
 use std::collections::VecDeque;
 
@@ -149,9 +149,7 @@ impl CryptQueues {
         match b.op {
             Op::Write if b.nr_sectors > 0 => {
                 let cpu = b.cpu as usize % self.writes.len();
-                if self.writes[cpu].is_empty() && self.reads[cpu].is_empty() {
-                    ready.push(self.first + cpu as TaskId);
-                }
+                self.wake_if_idle(cpu, ready);
                 self.writes[cpu].push_back(*b);
                 true
             }
@@ -197,9 +195,7 @@ impl CryptQueues {
             .expect("a crypt read completes once");
         self.free_slots.push(tag);
         let cpu = d.cpu as usize % self.reads.len();
-        if self.writes[cpu].is_empty() && self.reads[cpu].is_empty() {
-            ready.push(self.first + cpu as TaskId);
-        }
+        self.wake_if_idle(cpu, ready);
         self.reads[cpu].push_back(Decrypt {
             owner,
             nr_sectors,
@@ -207,12 +203,23 @@ impl CryptQueues {
         });
     }
 
+    /// Work queued on CPU `cpu`'s worker: it is woken by the first item.
+    fn has_work(&self, cpu: usize) -> bool {
+        !self.writes[cpu].is_empty() || !self.reads[cpu].is_empty()
+    }
+
+    /// Wake CPU `cpu`'s worker if it has nothing queued yet.
+    fn wake_if_idle(&self, cpu: usize, ready: &mut Vec<TaskId>) {
+        if !self.has_work(cpu) {
+            ready.push(self.first + cpu as TaskId);
+        }
+    }
+
     /// What is queued and out, for an end-of-run check's message.
     pub fn describe(&self) -> String {
-        let n = |v: &Vec<VecDeque<_>>| v.iter().map(|q: &VecDeque<_>| q.len()).sum::<usize>();
         format!(
             "{} writes and {} decryptions queued, {} reads out",
-            n(&self.writes),
+            self.writes.iter().map(VecDeque::len).sum::<usize>(),
             self.reads.iter().map(VecDeque::len).sum::<usize>(),
             self.reads_out.iter().filter(|r| r.is_some()).count()
         )
@@ -220,8 +227,7 @@ impl CryptQueues {
 
     /// Nothing queued and no read out.
     pub fn idle(&self) -> bool {
-        self.writes.iter().all(|q| q.is_empty())
-            && self.reads.iter().all(|q| q.is_empty())
+        (0..self.writes.len()).all(|c| !self.has_work(c))
             && self.reads_out.iter().all(|r| r.is_none())
     }
 }
@@ -274,11 +280,7 @@ impl Kcryptd {
                     q.writes[cpu].pop_front();
                 }
                 SubmitResult::Sleep(why) => {
-                    task.sleep = Some(match why {
-                        BlockWait::Tag => SleepReason::Tag,
-                        BlockWait::Frozen => SleepReason::Freeze,
-                        BlockWait::RqQos => SleepReason::Throttle,
-                    });
+                    task.sleep = Some(why.into());
                 }
             }
             let end = cx.block.cpu_end();
@@ -288,8 +290,7 @@ impl Kcryptd {
             return;
         }
         let q = cx.crypt.as_deref_mut().expect("dm-crypt queues");
-        let more = !q.reads[cpu].is_empty() || !q.writes[cpu].is_empty();
-        if more && !task.blocked() {
+        if q.has_work(cpu) && !task.blocked() {
             let at = task.busy_until;
             cx.wake_at(task, at);
         }

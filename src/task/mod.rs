@@ -16,7 +16,7 @@ pub mod jbd2;
 pub mod kcryptd;
 pub mod runqueue;
 
-use crate::block::{BioDone, BioSubmit, BlockLayer, Env, Plug, SubmitResult};
+use crate::block::{BioDone, BioSubmit, BlockLayer, BlockWait, Env, Plug, SubmitResult};
 use crate::cache::PageCache;
 use crate::cgroup::IoPrio;
 use crate::fs::Ext4;
@@ -64,6 +64,17 @@ pub enum SleepReason {
     Fsync,
     /// Runnable, but another task has its CPU (`runqueue`).
     Cpu,
+}
+
+/// Why the block layer sent a submitting task to sleep.
+impl From<BlockWait> for SleepReason {
+    fn from(why: BlockWait) -> SleepReason {
+        match why {
+            BlockWait::Tag => SleepReason::Tag,
+            BlockWait::Frozen => SleepReason::Freeze,
+            BlockWait::RqQos => SleepReason::Throttle,
+        }
+    }
 }
 
 impl SleepReason {
