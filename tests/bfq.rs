@@ -291,3 +291,46 @@ fn sequential_readers_far_apart_get_more_throughput_than_with_none() {
         "BFQ {bfq} I/Os, none {none} I/Os"
     );
 }
+
+#[test]
+fn a_weight_raised_queue_holds_the_disk_for_its_raised_budget_timeout() {
+    // Not a bug to fix: bfq_set_budget_timeout multiplies bfq_timeout
+    // (125 ms) by weight / orig_weight, 30 for an interactive-raised queue,
+    // and bfq_updated_next_req gives a waiting queue its full max_budget
+    // back (2/3 of 16384 sectors at start) after the raising capped it to
+    // 2 x min_budget. So the light group's queue, raised and waiting while
+    // the heavy one is served first, is then served for ~3.7 s of 4 KiB
+    // random reads before its budget times out; being raised, it is
+    // charged its sectors and not the time (bfq_bfqq_expire charges time
+    // only when wr_coeff == 1). The heavy group's reads wait that long;
+    // without raising every slot ends at 125 ms.
+    let w = weights(&[("heavy", "800"), ("light", "200")]);
+    let max_clat_ms = |ll: &str| -> (f64, f64, f64) {
+        let mut sets: Vec<(&str, &str)> = w.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        sets.push(("iosched/low_latency", ll));
+        let rep = run("bfq-wr-groups.fio", "bfq", "hdd", &sets);
+        let max = |name: &str| {
+            rep.jobs
+                .iter()
+                .find(|j| j.spec.name == name)
+                .map(|j| j.stats.dirs[Ddir::Read as usize].clat.max as f64 / 1e6)
+                .unwrap()
+        };
+        let (_, heavy, _) = by_job(&rep, "heavy");
+        let (_, light, _) = by_job(&rep, "light");
+        (max("heavy"), max("light"), heavy / (heavy + light))
+    };
+    let (heavy_on, light_on, share_on) = max_clat_ms("1");
+    let (heavy_off, light_off, share_off) = max_clat_ms("0");
+    eprintln!(
+        "max clat ms heavy/light: low_latency=1 {heavy_on:.0}/{light_on:.0} (heavy's share \
+         {share_on:.2}), 0 {heavy_off:.0}/{light_off:.0} ({share_off:.2})"
+    );
+    assert!(
+        (3000.0..4500.0).contains(&heavy_on),
+        "heavy max {heavy_on:.0} ms"
+    );
+    assert!(heavy_off < 500.0, "heavy max {heavy_off:.0} ms");
+    assert!(share_off > 0.7, "heavy's share {share_off:.2}");
+    assert!(share_on < share_off, "{share_on:.2} vs {share_off:.2}");
+}
