@@ -341,64 +341,8 @@ impl Simulation {
         // The jobs' sizes and offsets against the device: the job file's.
         let layouts = workload::layout(&jobfile.jobs, block.capacity())
             .map_err(|m| Error::Input(InputError::message(m).in_file(&jobfile.source)))?;
-        let syscalls = SyscallCosts::on(&cfg.machine);
-        let cache_syscalls = SyscallCosts::on(&cfg.cache_machine);
-        let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, 0x5eed));
-        let mut tasks = Vec::with_capacity(jobfile.jobs.len());
-        for (i, spec) in jobfile.jobs.iter().enumerate() {
-            let base = spec.randseed.unwrap_or(cfg.seed);
-            let seed = stream_seed(base, i as u64 + 1);
-            let modelled = spec.ioengine.kind != EngineKind::NotModelled;
-            let gen = if modelled {
-                Some(
-                    Generator::new(spec, &layouts[i], seed)
-                        .map_err(|e| input(format!("job '{}': {e}", spec.name)))?,
-                )
-            } else {
-                None
-            };
-            let rate = if modelled {
-                RateLimiter::new(spec, seed ^ 0x7261_7465)
-            } else {
-                None
-            };
-            let cpu = match &spec.cpus_allowed {
-                Some(list) if !list.is_empty() => {
-                    (list[spec.clone_index as usize % list.len()] as usize % cpus) as u16
-                }
-                _ => (i % cpus) as u16,
-            };
-            let (lo, hi) = spec.startdelay;
-            let delay = if hi > lo { rng.gen_range(lo..=hi) } else { lo };
-            let stats = if modelled {
-                JobStats::with_logs(spec).map_err(|e| input(format!("job '{}': {e}", spec.name)))?
-            } else {
-                JobStats::new(spec)
-            };
-            let ioprio = IoPrio::from_fio(spec.prioclass, spec.prio);
-            tasks.push(TaskSlot {
-                task: Task::new(i as u32, TaskKind::FioJob, cpu, cg_ids[i], ioprio),
-                job: FioJob::new(
-                    spec,
-                    gen,
-                    rate,
-                    stats,
-                    delay,
-                    if spec.is_buffered() {
-                        cache_syscalls
-                    } else {
-                        syscalls
-                    },
-                ),
-            });
-        }
-        let disk_name = jobfile
-            .jobs
-            .iter()
-            .find_map(|j| j.filenames.first())
-            .map(|f| f.rsplit('/').next().unwrap_or(f).to_string())
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| cfg.profile.name.clone());
+        let mut tasks = fio_tasks(jobfile, &cfg, &layouts, &cg_ids)?;
+        let disk_name = disk_name(jobfile, &cfg);
         let buffered = tasks.iter().any(|t| t.job.buffered);
         // Files on a mounted ext4 need the page cache's file index even when
         // every job is direct (the file system names files by it).
@@ -438,26 +382,7 @@ impl Simulation {
             }
             _ => (None, None),
         };
-        // dm-crypt's workers: one per CPU, a kworker of the root cgroup at
-        // the default I/O priority, ids after the flusher's and jbd2's.
-        let first = tasks.len() as u32 + 2;
-        let crypt = cfg.dm_crypt.map(|c| {
-            let scaled = CryptCosts {
-                sector_ns: cfg.machine.scale_ns(c.sector_ns),
-                bio_ns: cfg.machine.scale_ns(c.bio_ns),
-            };
-            CryptQueues::new(scaled, cpus, first)
-        });
-        let kcryptd = match crypt {
-            Some(_) => (0..cpus)
-                .map(|c| {
-                    let id = first + c as u32;
-                    let t = Task::new(id, TaskKind::Kcryptd, c as u16, 0, IoPrio::default());
-                    (t, Kcryptd::default())
-                })
-                .collect(),
-            None => Vec::new(),
-        };
+        let (crypt, kcryptd) = dm_crypt_workers(&cfg, tasks.len());
         // The flusher (id tasks.len(), when there is one) charges its CPU
         // work directly and takes no part in the run queues yet; nor do
         // dm-crypt's workers.
@@ -878,8 +803,11 @@ impl Simulation {
         }
     }
 
-    fn finish(mut self) -> Result<RunReport, Error> {
-        let end = self.now;
+    /// The end-of-run checks: every job finished, every bio and request
+    /// ended exactly once, dm-crypt's workers idle, no wake-up charged
+    /// twice. A job left unfinished is an internal error with the block
+    /// layer's state; the rest are bugs and panic.
+    fn check_end_invariants(&self) -> Result<(), Error> {
         for (j, TaskSlot { task, job }) in self.tasks.iter().enumerate() {
             if matches!(
                 job.phase,
@@ -924,6 +852,12 @@ impl Simulation {
                 t.job.io_sleeps
             );
         }
+        Ok(())
+    }
+
+    /// fio's disk_util of the run: the block statistics from the first
+    /// job's start to `end`.
+    fn disk_util(&mut self, end: Ns) -> DiskUtil {
         let first_start = self
             .tasks
             .iter()
@@ -937,7 +871,7 @@ impl Simulation {
         let t = self.block.stats.totals(end);
         // fio's disk_util (diskutil.c): deltas of ios, merges, ticks and
         // time_in_queue over the run; util is io_ticks over the elapsed time.
-        let disk = DiskUtil {
+        DiskUtil {
             name: self.disk_name.clone(),
             read_ios: t.ios[0],
             write_ios: t.ios[1],
@@ -949,8 +883,12 @@ impl Simulation {
             write_ticks: t.nsecs[1] / NS_PER_MS,
             in_queue: t.all_nsecs / NS_PER_MS,
             util: (t.io_ticks_ns as f64 * 100.0 / span as f64).min(100.0),
-        };
-        let disk_stats = self.block.stats.read(end);
+        }
+    }
+
+    /// The queue's knobs and the scheduler's tunables as the run ended, by
+    /// their sysfs names.
+    fn knob_report(&self) -> Vec<(String, String)> {
         let mut knobs = vec![
             (
                 "scheduler".to_string(),
@@ -993,6 +931,15 @@ impl Simulation {
         for t in self.block.tunables() {
             knobs.push((format!("iosched/{}", t.name), t.value));
         }
+        knobs
+    }
+
+    fn finish(mut self) -> Result<RunReport, Error> {
+        let end = self.now;
+        self.check_end_invariants()?;
+        let disk = self.disk_util(end);
+        let disk_stats = self.block.stats.read(end);
+        let knobs = self.knob_report();
         // fio prints no disk stats when no job touched a device (null engine).
         let used_device = self
             .tasks
@@ -1079,6 +1026,106 @@ impl Simulation {
             timestamp: 0,
         })
     }
+}
+
+/// One task per job of the file: its generator, rate limiter, CPU, start
+/// delay, statistics, cgroup and I/O priority.
+fn fio_tasks(
+    jobfile: &JobFile,
+    cfg: &Config,
+    layouts: &[workload::JobLayout],
+    cg_ids: &[u16],
+) -> Result<Vec<TaskSlot>, Error> {
+    let cpus = cfg.machine.cpus as usize;
+    let syscalls = SyscallCosts::on(&cfg.machine);
+    let cache_syscalls = SyscallCosts::on(&cfg.cache_machine);
+    let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, 0x5eed));
+    let mut tasks = Vec::with_capacity(jobfile.jobs.len());
+    for (i, spec) in jobfile.jobs.iter().enumerate() {
+        let base = spec.randseed.unwrap_or(cfg.seed);
+        let seed = stream_seed(base, i as u64 + 1);
+        let modelled = spec.ioengine.kind != EngineKind::NotModelled;
+        let gen = if modelled {
+            Some(
+                Generator::new(spec, &layouts[i], seed)
+                    .map_err(|e| input(format!("job '{}': {e}", spec.name)))?,
+            )
+        } else {
+            None
+        };
+        let rate = if modelled {
+            RateLimiter::new(spec, seed ^ 0x7261_7465)
+        } else {
+            None
+        };
+        let cpu = match &spec.cpus_allowed {
+            Some(list) if !list.is_empty() => {
+                (list[spec.clone_index as usize % list.len()] as usize % cpus) as u16
+            }
+            _ => (i % cpus) as u16,
+        };
+        let (lo, hi) = spec.startdelay;
+        let delay = if hi > lo { rng.gen_range(lo..=hi) } else { lo };
+        let stats = if modelled {
+            JobStats::with_logs(spec).map_err(|e| input(format!("job '{}': {e}", spec.name)))?
+        } else {
+            JobStats::new(spec)
+        };
+        let ioprio = IoPrio::from_fio(spec.prioclass, spec.prio);
+        tasks.push(TaskSlot {
+            task: Task::new(i as u32, TaskKind::FioJob, cpu, cg_ids[i], ioprio),
+            job: FioJob::new(
+                spec,
+                gen,
+                rate,
+                stats,
+                delay,
+                if spec.is_buffered() {
+                    cache_syscalls
+                } else {
+                    syscalls
+                },
+            ),
+        });
+    }
+    Ok(tasks)
+}
+
+/// The disk's name in fio's report: the first job's file name, or the
+/// profile's.
+fn disk_name(jobfile: &JobFile, cfg: &Config) -> String {
+    jobfile
+        .jobs
+        .iter()
+        .find_map(|j| j.filenames.first())
+        .map(|f| f.rsplit('/').next().unwrap_or(f).to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| cfg.profile.name.clone())
+}
+
+/// dm-crypt's workers: one per CPU, a kworker of the root cgroup at the
+/// default I/O priority, ids after the flusher's and jbd2's.
+fn dm_crypt_workers(cfg: &Config, jobs: usize) -> (Option<CryptQueues>, Vec<(Task, Kcryptd)>) {
+    let cpus = cfg.machine.cpus as usize;
+    let first = jobs as u32 + 2;
+    let crypt = cfg.dm_crypt.map(|c| {
+        let scaled = CryptCosts {
+            sector_ns: cfg.machine.scale_ns(c.sector_ns),
+            bio_ns: cfg.machine.scale_ns(c.bio_ns),
+        };
+        CryptQueues::new(scaled, cpus, first)
+    });
+    let kcryptd = match crypt {
+        Some(_) => (0..cpus)
+            .map(|c| {
+                let id = first + c as u32;
+                let t = Task::new(id, TaskKind::Kcryptd, c as u16, 0, IoPrio::default());
+                (t, Kcryptd::default())
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    (crypt, kcryptd)
 }
 
 /// `machine` with its CPU speed multiplied by a profile's `[cpu]
