@@ -845,52 +845,125 @@ fn zones(v: &str, absolute: bool, kb_base: u32) -> Result<Vec<RandomZone>, Strin
 }
 
 /// Set one modelled option. `v` is None only for options that allow bare use.
+/// Every key is dispatched here, so a key without a setter does not compile.
 fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), String> {
-    let kb = b.spec.kb_base;
-    // Options that take a value have `Some` here (checked by the caller).
-    let val = || -> Result<&str, String> {
-        match v {
-            Some(s) => Ok(s),
-            None => Err(format!("option '{}' needs a value", def.name)),
-        }
-    };
-    let nonempty = || -> Result<String, String> {
-        let s = val()?.trim();
-        if s.is_empty() {
-            return Err(format!("option '{}' needs a non-empty value", def.name));
-        }
-        Ok(s.to_string())
-    };
     if matches!(def.arg, Arg::Bool | Arg::Flag) {
-        let on = on_off_value(def.arg, v)?;
-        match key {
-            Key::BsUnaligned => b.spec.bs_unaligned = on,
-            Key::Direct => b.spec.direct = on,
-            Key::Buffered => b.spec.direct = !on,
-            Key::TimeBased => b.spec.time_based = on,
-            Key::NoRandomMap => b.spec.norandommap = on,
-            Key::RandRepeat => b.spec.randrepeat = on,
-            Key::GroupReporting => b.spec.group_reporting = on,
-            Key::NewGroup => b.new_group = on,
-            Key::Stonewall => b.spec.stonewall = on,
-            Key::ClatPercentiles => b.spec.clat_percentiles = on,
-            Key::LatPercentiles => b.spec.lat_percentiles = on,
-            Key::SlatPercentiles => b.spec.slat_percentiles = on,
-            Key::EndFsync => b.spec.end_fsync = on,
-            Key::FsyncOnClose => b.spec.fsync_on_close = on,
-            Key::EndSyncfs => b.spec.end_syncfs = on,
-            Key::Invalidate => b.spec.invalidate = on,
-            Key::Unlink => b.spec.unlink = on,
-            Key::UnlinkEachLoop => b.spec.unlink_each_loop = on,
-            Key::Overwrite => b.spec.overwrite = on,
-            Key::PreRead => b.spec.pre_read = on,
-            Key::PerJobLogs => b.spec.per_job_logs = on,
-            Key::LogOffset => b.spec.log_offset = on,
-            Key::LogPrio => b.spec.log_prio = on,
-            _ => return Err(format!("internal: option '{}' is not a boolean", def.name)),
-        }
-        return Ok(());
+        return set_flag(b, key, def, on_off_value(def.arg, v)?);
     }
+    match key {
+        Key::Rw
+        | Key::RwMixRead
+        | Key::RwMixWrite
+        | Key::PercentageRandom
+        | Key::PercentageSequential
+        | Key::RandomDistribution
+        | Key::RandomGenerator
+        | Key::RandSeed => set_pattern(b, key, def, v),
+        Key::Bs | Key::BsRange | Key::BsSplit | Key::BlockAlign => set_block_size(b, key, def, v),
+        Key::Size
+        | Key::IoSize
+        | Key::Offset
+        | Key::OffsetIncrement
+        | Key::Filename
+        | Key::Directory
+        | Key::FileSize
+        | Key::NrFiles => set_file_option(b, key, def, v),
+        Key::Rate | Key::RateIops | Key::RateProcess | Key::ThinkTime | Key::ThinkTimeBlocks => {
+            set_pacing(b, key, def, v)
+        }
+        Key::Fsync | Key::Fdatasync | Key::FadviseHint | Key::Sync => {
+            set_sync_option(b, key, def, v)
+        }
+        Key::PercentileList
+        | Key::BwAvgTime
+        | Key::IopsAvgTime
+        | Key::Description
+        | Key::WriteLatLog
+        | Key::WriteBwLog
+        | Key::WriteIopsLog
+        | Key::LogAvgMsec
+        | Key::LogWindowValue => set_report_option(b, key, def, v),
+        Key::Name
+        | Key::KbBase
+        | Key::NumJobs
+        | Key::IoDepth
+        | Key::IoDepthBatchSubmit
+        | Key::IoDepthBatchCompleteMin
+        | Key::IoDepthBatchCompleteMax
+        | Key::IoDepthLow
+        | Key::IoEngine
+        | Key::Runtime
+        | Key::RampTime
+        | Key::StartDelay
+        | Key::Loops
+        | Key::NumberIos
+        | Key::Cgroup
+        | Key::CgroupWeight
+        | Key::Prio
+        | Key::PrioClass
+        | Key::CpusAllowed => set_job_option(b, key, def, v),
+        Key::BsUnaligned
+        | Key::Direct
+        | Key::Buffered
+        | Key::TimeBased
+        | Key::NoRandomMap
+        | Key::RandRepeat
+        | Key::GroupReporting
+        | Key::NewGroup
+        | Key::Stonewall
+        | Key::ClatPercentiles
+        | Key::LatPercentiles
+        | Key::SlatPercentiles
+        | Key::EndFsync
+        | Key::FsyncOnClose
+        | Key::EndSyncfs
+        | Key::Invalidate
+        | Key::Unlink
+        | Key::UnlinkEachLoop
+        | Key::Overwrite
+        | Key::PreRead
+        | Key::PerJobLogs
+        | Key::LogOffset
+        | Key::LogPrio => unreachable_bool(def),
+    }
+}
+
+/// An on/off option (fio's FIO_OPT_BOOL and "set" options).
+fn set_flag(b: &mut Builder, key: Key, def: &OptDef, on: bool) -> Result<(), String> {
+    match key {
+        Key::BsUnaligned => b.spec.bs_unaligned = on,
+        Key::Direct => b.spec.direct = on,
+        Key::Buffered => b.spec.direct = !on,
+        Key::TimeBased => b.spec.time_based = on,
+        Key::NoRandomMap => b.spec.norandommap = on,
+        Key::RandRepeat => b.spec.randrepeat = on,
+        Key::GroupReporting => b.spec.group_reporting = on,
+        Key::NewGroup => b.new_group = on,
+        Key::Stonewall => b.spec.stonewall = on,
+        Key::ClatPercentiles => b.spec.clat_percentiles = on,
+        Key::LatPercentiles => b.spec.lat_percentiles = on,
+        Key::SlatPercentiles => b.spec.slat_percentiles = on,
+        Key::EndFsync => b.spec.end_fsync = on,
+        Key::FsyncOnClose => b.spec.fsync_on_close = on,
+        Key::EndSyncfs => b.spec.end_syncfs = on,
+        Key::Invalidate => b.spec.invalidate = on,
+        Key::Unlink => b.spec.unlink = on,
+        Key::UnlinkEachLoop => b.spec.unlink_each_loop = on,
+        Key::Overwrite => b.spec.overwrite = on,
+        Key::PreRead => b.spec.pre_read = on,
+        Key::PerJobLogs => b.spec.per_job_logs = on,
+        Key::LogOffset => b.spec.log_offset = on,
+        Key::LogPrio => b.spec.log_prio = on,
+        _ => return Err(format!("internal: option '{}' is not a boolean", def.name)),
+    }
+    Ok(())
+}
+
+/// The job's identity, queue depth and engine, run length, cgroup and priority.
+fn set_job_option(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), String> {
+    let kb = b.spec.kb_base;
+    let val = || required(def, v);
+    let nonempty = || required_nonempty(def, v);
     let s = &mut b.spec;
     match key {
         Key::Name => s.name = nonempty()?,
@@ -901,6 +974,59 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
                 t => return Err(format!("expected one of: 1024, 1000; got '{t}'")),
             }
         }
+        Key::NumJobs => s.numjobs = u32_in(val()?, kb, 1, MAX_JOBS as u32)?,
+        Key::IoDepth => s.iodepth = u32_in(val()?, kb, 1, u32::MAX)?,
+        Key::IoDepthBatchSubmit => s.iodepth_batch_submit = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::IoDepthBatchCompleteMin => {
+            s.iodepth_batch_complete_min = u32_in(val()?, kb, 0, u32::MAX)?
+        }
+        Key::IoDepthBatchCompleteMax => {
+            s.iodepth_batch_complete_max = u32_in(val()?, kb, 0, u32::MAX)?
+        }
+        Key::IoDepthLow => s.iodepth_low = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::IoEngine => {
+            let name = nonempty()?;
+            // fio converts the old names "aio" and "linuxaio" to libaio.
+            let name = if name == "aio" || name == "linuxaio" {
+                "libaio".to_string()
+            } else {
+                name
+            };
+            let kind = engine_kind(&name).ok_or_else(|| {
+                format!("unknown ioengine '{name}'; expected one of: {ENGINE_HINT}")
+            })?;
+            s.ioengine = IoEngine { name, kind };
+        }
+        Key::Runtime => {
+            let t = parse_time_ns(val()?, NS_PER_SEC)?;
+            s.runtime = (t > 0).then_some(t);
+        }
+        Key::RampTime => s.ramp_time = parse_time_ns(val()?, NS_PER_SEC)?,
+        Key::StartDelay => s.startdelay = range(val()?, |x| parse_time_ns(x, NS_PER_SEC))?,
+        Key::Loops => s.loops = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::NumberIos => {
+            let n = int_in(val()?, kb, 0, u64::MAX)?;
+            s.number_ios = (n > 0).then_some(n);
+        }
+        Key::Cgroup => s.cgroup = Some(nonempty()?),
+        Key::CgroupWeight => s.cgroup_weight = Some(u32_in(val()?, kb, 100, 1000)?),
+        Key::Prio => s.prio = Some(u32_in(val()?, kb, 0, 7)? as u8),
+        Key::PrioClass => {
+            let n = u32_in(val()?, kb, 0, 3)? as u16;
+            s.prioclass = IoPrioClass::from_number(n)
+        }
+        Key::CpusAllowed => s.cpus_allowed = Some(cpu_list(val()?)?),
+        _ => return not_in_group(def),
+    }
+    Ok(())
+}
+
+/// The access pattern: `rw` and its modifier, mixes, randomness, distributions and seeds.
+fn set_pattern(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), String> {
+    let kb = b.spec.kb_base;
+    let val = || required(def, v);
+    let s = &mut b.spec;
+    match key {
         Key::Rw => {
             let t = val()?.trim();
             let (base, postfix) = match t.split_once(':') {
@@ -941,6 +1067,35 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
                 }
             }
         }
+        Key::RandomDistribution => {
+            let (d, z) = distribution(val()?, kb)?;
+            s.random_distribution = d;
+            s.random_zones = z;
+        }
+        Key::RandomGenerator => {
+            s.random_generator = match val()?.trim() {
+                "tausworthe" => RandomGenerator::Tausworthe,
+                "lfsr" => RandomGenerator::Lfsr,
+                "tausworthe64" => RandomGenerator::Tausworthe64,
+                t => {
+                    return Err(format!(
+                        "bad value '{t}'; expected one of: tausworthe, lfsr, tausworthe64"
+                    ))
+                }
+            }
+        }
+        Key::RandSeed => s.randseed = Some(int_in(val()?, kb, 0, u64::MAX)?),
+        _ => return not_in_group(def),
+    }
+    Ok(())
+}
+
+/// Block sizes: `bs`, `bsrange`, `bssplit`, `blockalign` (per direction).
+fn set_block_size(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), String> {
+    let kb = b.spec.kb_base;
+    let val = || required(def, v);
+    let s = &mut b.spec;
+    match key {
         Key::Bs => {
             for (d, x) in per_dir(val()?, |p| positive_size(p, kb))?
                 .into_iter()
@@ -977,6 +1132,17 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
                 }
             }
         }
+        _ => return not_in_group(def),
+    }
+    Ok(())
+}
+
+/// Where the job does I/O: sizes, offsets, files and directories.
+fn set_file_option(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), String> {
+    let kb = b.spec.kb_base;
+    let val = || required(def, v);
+    let s = &mut b.spec;
+    match key {
         Key::Size => {
             s.size = match size_or_percent(val()?, kb)? {
                 SizeSpec::Bytes(0) => None,
@@ -1011,40 +1177,17 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
             }
             s.nrfiles = n;
         }
-        Key::NumJobs => s.numjobs = u32_in(val()?, kb, 1, MAX_JOBS as u32)?,
-        Key::IoDepth => s.iodepth = u32_in(val()?, kb, 1, u32::MAX)?,
-        Key::IoDepthBatchSubmit => s.iodepth_batch_submit = u32_in(val()?, kb, 0, u32::MAX)?,
-        Key::IoDepthBatchCompleteMin => {
-            s.iodepth_batch_complete_min = u32_in(val()?, kb, 0, u32::MAX)?
-        }
-        Key::IoDepthBatchCompleteMax => {
-            s.iodepth_batch_complete_max = u32_in(val()?, kb, 0, u32::MAX)?
-        }
-        Key::IoDepthLow => s.iodepth_low = u32_in(val()?, kb, 0, u32::MAX)?,
-        Key::IoEngine => {
-            let name = nonempty()?;
-            // fio converts the old names "aio" and "linuxaio" to libaio.
-            let name = if name == "aio" || name == "linuxaio" {
-                "libaio".to_string()
-            } else {
-                name
-            };
-            let kind = engine_kind(&name).ok_or_else(|| {
-                format!("unknown ioengine '{name}'; expected one of: {ENGINE_HINT}")
-            })?;
-            s.ioengine = IoEngine { name, kind };
-        }
-        Key::Runtime => {
-            let t = parse_time_ns(val()?, NS_PER_SEC)?;
-            s.runtime = (t > 0).then_some(t);
-        }
-        Key::RampTime => s.ramp_time = parse_time_ns(val()?, NS_PER_SEC)?,
-        Key::StartDelay => s.startdelay = range(val()?, |x| parse_time_ns(x, NS_PER_SEC))?,
-        Key::Loops => s.loops = u32_in(val()?, kb, 0, u32::MAX)?,
-        Key::NumberIos => {
-            let n = int_in(val()?, kb, 0, u64::MAX)?;
-            s.number_ios = (n > 0).then_some(n);
-        }
+        _ => return not_in_group(def),
+    }
+    Ok(())
+}
+
+/// Pacing: rate limits and think time.
+fn set_pacing(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), String> {
+    let kb = b.spec.kb_base;
+    let val = || required(def, v);
+    let s = &mut b.spec;
+    match key {
         Key::Rate => {
             for (d, x) in per_dir(val()?, |p| parse_size(p, kb))?
                 .into_iter()
@@ -1074,32 +1217,62 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         }
         Key::ThinkTime => s.thinktime = parse_time_ns(val()?, NS_PER_US)?,
         Key::ThinkTimeBlocks => s.thinktime_blocks = u32_in(val()?, kb, 0, u32::MAX)?,
-        Key::RandomDistribution => {
-            let (d, z) = distribution(val()?, kb)?;
-            s.random_distribution = d;
-            s.random_zones = z;
-        }
-        Key::RandomGenerator => {
-            s.random_generator = match val()?.trim() {
-                "tausworthe" => RandomGenerator::Tausworthe,
-                "lfsr" => RandomGenerator::Lfsr,
-                "tausworthe64" => RandomGenerator::Tausworthe64,
+        _ => return not_in_group(def),
+    }
+    Ok(())
+}
+
+/// Syncs and page-cache hints: `fsync`, `fdatasync`, `fadvise_hint`, `sync`.
+fn set_sync_option(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), String> {
+    let kb = b.spec.kb_base;
+    let val = || required(def, v);
+    let s = &mut b.spec;
+    match key {
+        Key::Fsync => s.fsync = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::Fdatasync => s.fdatasync = u32_in(val()?, kb, 0, u32::MAX)?,
+        Key::FadviseHint => {
+            // fio 3.33 options.c: 0 → none, 1 → by the pattern, or a forced one.
+            s.fadvise_hint = match val()?.trim() {
+                "0" => FadviseHint::None,
+                "1" => FadviseHint::Auto,
+                "sequential" => FadviseHint::Sequential,
+                "random" => FadviseHint::Random,
                 t => {
                     return Err(format!(
-                        "bad value '{t}'; expected one of: tausworthe, lfsr, tausworthe64"
+                        "bad value '{t}'; expected one of: 0, 1, sequential, random"
                     ))
                 }
             }
         }
-        Key::RandSeed => s.randseed = Some(int_in(val()?, kb, 0, u64::MAX)?),
-        Key::Cgroup => s.cgroup = Some(nonempty()?),
-        Key::CgroupWeight => s.cgroup_weight = Some(u32_in(val()?, kb, 100, 1000)?),
-        Key::Prio => s.prio = Some(u32_in(val()?, kb, 0, 7)? as u8),
-        Key::PrioClass => {
-            let n = u32_in(val()?, kb, 0, 3)? as u16;
-            s.prioclass = IoPrioClass::from_number(n)
+        Key::Sync => {
+            // fio 3.33 options.c: none|0 → 0, sync|1 → O_SYNC, dsync → O_DSYNC.
+            s.sync_io = match val()?.trim() {
+                "none" | "0" => SyncIo::None,
+                "sync" | "1" => SyncIo::Sync,
+                "dsync" => SyncIo::Dsync,
+                t => {
+                    return Err(format!(
+                        "bad value '{t}'; expected one of: none, 0, sync, 1, dsync"
+                    ))
+                }
+            }
         }
-        Key::CpusAllowed => s.cpus_allowed = Some(cpu_list(val()?)?),
+        _ => return not_in_group(def),
+    }
+    Ok(())
+}
+
+/// What the report and the logs show: percentiles, averaging windows, log files.
+fn set_report_option(
+    b: &mut Builder,
+    key: Key,
+    def: &OptDef,
+    v: Option<&str>,
+) -> Result<(), String> {
+    let kb = b.spec.kb_base;
+    let val = || required(def, v);
+    let s = &mut b.spec;
+    match key {
         Key::PercentileList => s.percentile_list = Some(percentile_list(val()?)?),
         Key::BwAvgTime => {
             s.bwavgtime_ms = int_in(val()?, kb, 1, u64::MAX)?;
@@ -1132,60 +1305,30 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
                 Some(t) => return Err(format!("bad value '{t}'; expected one of: avg, max")),
             }
         }
-        Key::Fsync => s.fsync = u32_in(val()?, kb, 0, u32::MAX)?,
-        Key::Fdatasync => s.fdatasync = u32_in(val()?, kb, 0, u32::MAX)?,
-        Key::FadviseHint => {
-            // fio 3.33 options.c: 0 → none, 1 → by the pattern, or a forced one.
-            s.fadvise_hint = match val()?.trim() {
-                "0" => FadviseHint::None,
-                "1" => FadviseHint::Auto,
-                "sequential" => FadviseHint::Sequential,
-                "random" => FadviseHint::Random,
-                t => {
-                    return Err(format!(
-                        "bad value '{t}'; expected one of: 0, 1, sequential, random"
-                    ))
-                }
-            }
-        }
-        Key::Sync => {
-            // fio 3.33 options.c: none|0 → 0, sync|1 → O_SYNC, dsync → O_DSYNC.
-            s.sync_io = match val()?.trim() {
-                "none" | "0" => SyncIo::None,
-                "sync" | "1" => SyncIo::Sync,
-                "dsync" => SyncIo::Dsync,
-                t => {
-                    return Err(format!(
-                        "bad value '{t}'; expected one of: none, 0, sync, 1, dsync"
-                    ))
-                }
-            }
-        }
-        Key::BsUnaligned
-        | Key::Direct
-        | Key::Buffered
-        | Key::TimeBased
-        | Key::NoRandomMap
-        | Key::RandRepeat
-        | Key::GroupReporting
-        | Key::NewGroup
-        | Key::Stonewall
-        | Key::ClatPercentiles
-        | Key::LatPercentiles
-        | Key::SlatPercentiles
-        | Key::EndFsync
-        | Key::FsyncOnClose
-        | Key::EndSyncfs
-        | Key::Invalidate
-        | Key::Unlink
-        | Key::UnlinkEachLoop
-        | Key::Overwrite
-        | Key::PreRead
-        | Key::PerJobLogs
-        | Key::LogOffset
-        | Key::LogPrio => unreachable_bool(def)?,
+        _ => return not_in_group(def),
     }
     Ok(())
+}
+
+/// The value of an option that takes one (`Some` here, checked by the
+/// caller, for every option that is not an on/off one).
+fn required<'a>(def: &OptDef, v: Option<&'a str>) -> Result<&'a str, String> {
+    v.ok_or_else(|| format!("option '{}' needs a value", def.name))
+}
+
+/// A value that must not be empty or blank.
+fn required_nonempty(def: &OptDef, v: Option<&str>) -> Result<String, String> {
+    let s = required(def, v)?.trim();
+    if s.is_empty() {
+        return Err(format!("option '{}' needs a non-empty value", def.name));
+    }
+    Ok(s.to_string())
+}
+
+/// A key dispatched to a setter that does not handle it: the option table
+/// and the setters disagree.
+fn not_in_group(def: &OptDef) -> Result<(), String> {
+    Err(format!("internal: no setter handles option '{}'", def.name))
 }
 
 /// Boolean keys are handled above; reaching here means the table is wrong.
