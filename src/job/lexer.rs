@@ -113,6 +113,19 @@ fn significant(line: &str) -> &str {
     line[..cut].trim()
 }
 
+/// Where a line is: the file's name and the line's number.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    source: &'a str,
+    line: u32,
+}
+
+impl At<'_> {
+    fn err(self, option: Option<&str>, message: impl Into<String>) -> JobError {
+        error(self.source, self.line, option, message)
+    }
+}
+
 fn lex_into(
     text: &str,
     source: &str,
@@ -122,122 +135,28 @@ fn lex_into(
     budget: &mut Budget,
     sections: &mut Vec<Section>,
 ) -> Result<(), JobError> {
-    let nested = depth > 0;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (idx, raw) in text.lines().enumerate() {
-        let line_no = u32::try_from(idx + 1).unwrap_or(u32::MAX);
+        let at = At {
+            source,
+            line: u32::try_from(idx + 1).unwrap_or(u32::MAX),
+        };
         let line = significant(raw);
         if line.is_empty() {
             continue;
         }
         if line.starts_with('[') {
-            if nested {
-                return Err(error(
-                    source,
-                    line_no,
-                    None,
-                    format!("included files may not contain sections, found '{line}'"),
-                ));
-            }
-            let Some(inner) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
-                return Err(error(
-                    source,
-                    line_no,
-                    None,
-                    format!("section header '{line}' has no closing ']'"),
-                ));
-            };
-            let name = inner.trim();
-            if name.is_empty() {
-                return Err(error(source, line_no, None, "empty section name '[]'"));
-            }
-            if name.contains(['[', ']']) {
-                return Err(error(
-                    source,
-                    line_no,
-                    None,
-                    format!("bad section header '{line}'; expected [name]"),
-                ));
-            }
-            sections.push(Section {
-                name: name.to_string(),
-                file: source.to_string(),
-                line: line_no,
-                opts: Vec::new(),
-            });
+            sections.push(section_header(line, at, depth > 0)?);
             continue;
         }
         if let Some(rest) = include_target(line) {
             if sections.is_empty() {
-                return Err(error(
-                    source,
-                    line_no,
+                return Err(at.err(
                     Some("include"),
                     "include before any [section]; put it inside [global] or a job",
                 ));
             }
-            if rest.is_empty() {
-                return Err(error(
-                    source,
-                    line_no,
-                    Some("include"),
-                    "include needs a file name",
-                ));
-            }
-            if depth >= MAX_INCLUDE_DEPTH {
-                return Err(error(
-                    source,
-                    line_no,
-                    Some("include"),
-                    format!("includes nested more than {MAX_INCLUDE_DEPTH} deep (include loop?)"),
-                ));
-            }
-            let path: PathBuf = if Path::new(rest).is_absolute() {
-                PathBuf::from(rest)
-            } else {
-                base_dir.join(rest)
-            };
-            if budget.files >= MAX_INCLUDED_FILES {
-                return Err(error(
-                    source,
-                    line_no,
-                    Some("include"),
-                    format!(
-                        "'{}': more than {MAX_INCLUDED_FILES} includes followed for one job \
-                         file in all (include fan-out?)",
-                        path.display()
-                    ),
-                ));
-            }
-            budget.files += 1;
-            let left = MAX_JOB_TEXT_BYTES.saturating_sub(budget.bytes);
-            let inc_text = read(&path).and_then(|t| {
-                if t.len() as u64 > left.min(MAX_FILE_BYTES) {
-                    Err(format!(
-                        "file larger than {} bytes",
-                        left.min(MAX_FILE_BYTES)
-                    ))
-                } else {
-                    Ok(t)
-                }
-            });
-            let inc_text = inc_text.map_err(|e| {
-                let why = if left < MAX_FILE_BYTES && e.starts_with("file larger") {
-                    format!(
-                        "the job file and its includes may hold at most \
-                         {MAX_JOB_TEXT_BYTES} bytes of text in all, and only {left} are left"
-                    )
-                } else {
-                    e
-                };
-                error(
-                    source,
-                    line_no,
-                    Some("include"),
-                    format!("cannot read include file '{}': {why}", path.display()),
-                )
-            })?;
-            budget.bytes += inc_text.len() as u64;
+            let (path, inc_text) = read_include(rest, at, base_dir, read, depth, budget)?;
             let inc_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
             let inc_name = path.display().to_string();
             lex_into(
@@ -258,17 +177,10 @@ fn lex_into(
             None => (line, None),
         };
         if key.is_empty() {
-            return Err(error(
-                source,
-                line_no,
-                None,
-                format!("missing option name in '{line}'"),
-            ));
+            return Err(at.err(None, format!("missing option name in '{line}'")));
         }
         let Some(section) = sections.last_mut() else {
-            return Err(error(
-                source,
-                line_no,
+            return Err(at.err(
                 Some(key),
                 "option before any [section]; start with [global] or [jobname]",
             ));
@@ -277,11 +189,99 @@ fn lex_into(
             key: key.to_string(),
             value,
             file: source.to_string(),
-            line: line_no,
+            line: at.line,
             arg: None,
         });
     }
     Ok(())
+}
+
+/// A `[name]` line; included files (`nested`) may not start sections.
+fn section_header(line: &str, at: At, nested: bool) -> Result<Section, JobError> {
+    if nested {
+        return Err(at.err(
+            None,
+            format!("included files may not contain sections, found '{line}'"),
+        ));
+    }
+    let Some(inner) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
+        return Err(at.err(None, format!("section header '{line}' has no closing ']'")));
+    };
+    let name = inner.trim();
+    if name.is_empty() {
+        return Err(at.err(None, "empty section name '[]'"));
+    }
+    if name.contains(['[', ']']) {
+        return Err(at.err(
+            None,
+            format!("bad section header '{line}'; expected [name]"),
+        ));
+    }
+    Ok(Section {
+        name: name.to_string(),
+        file: at.source.to_string(),
+        line: at.line,
+        opts: Vec::new(),
+    })
+}
+
+/// The path and text of `include FILE`, within the depth, file-count and
+/// text-size budgets of one job file.
+fn read_include(
+    rest: &str,
+    at: At,
+    base_dir: &Path,
+    read: &dyn Fn(&Path) -> Result<String, String>,
+    depth: u32,
+    budget: &mut Budget,
+) -> Result<(PathBuf, String), JobError> {
+    let fail = |message: String| at.err(Some("include"), message);
+    if rest.is_empty() {
+        return Err(fail("include needs a file name".into()));
+    }
+    if depth >= MAX_INCLUDE_DEPTH {
+        return Err(fail(format!(
+            "includes nested more than {MAX_INCLUDE_DEPTH} deep (include loop?)"
+        )));
+    }
+    let path: PathBuf = if Path::new(rest).is_absolute() {
+        PathBuf::from(rest)
+    } else {
+        base_dir.join(rest)
+    };
+    if budget.files >= MAX_INCLUDED_FILES {
+        return Err(fail(format!(
+            "'{}': more than {MAX_INCLUDED_FILES} includes followed for one job \
+             file in all (include fan-out?)",
+            path.display()
+        )));
+    }
+    budget.files += 1;
+    let left = MAX_JOB_TEXT_BYTES.saturating_sub(budget.bytes);
+    let limit = left.min(MAX_FILE_BYTES);
+    let text = read(&path).and_then(|t| {
+        if t.len() as u64 > limit {
+            Err(format!("file larger than {limit} bytes"))
+        } else {
+            Ok(t)
+        }
+    });
+    let text = text.map_err(|e| {
+        let why = if left < MAX_FILE_BYTES && e.starts_with("file larger") {
+            format!(
+                "the job file and its includes may hold at most \
+                 {MAX_JOB_TEXT_BYTES} bytes of text in all, and only {left} are left"
+            )
+        } else {
+            e
+        };
+        fail(format!(
+            "cannot read include file '{}': {why}",
+            path.display()
+        ))
+    })?;
+    budget.bytes += text.len() as u64;
+    Ok((path, text))
 }
 
 /// `include FILE` → Some("FILE"); other lines → None.
