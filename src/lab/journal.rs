@@ -518,11 +518,32 @@ fn is_lab_cgroup(p: &Path) -> bool {
 
 /// Undo what a record names. Returns what was done, what failed, and
 /// whether the device's settings are as before (or were not touched).
+/// The order matters: fio first, then its file systems, the vm sysctls,
+/// the device, the cgroups, and the working directories last.
 pub fn undo(rec: &Record) -> (Vec<String>, Vec<String>, bool) {
     let mut done = Vec::new();
     let mut problems = Vec::new();
-    let mut device_ok = true;
-    // 1. fio: its process groups, then fio processes still in our groups.
+    kill_leftover_fio(rec, &mut done);
+    let unmounted = unmount_all(rec, &mut done, &mut problems);
+    if !rec.sysctls.is_empty() {
+        let errs = super::sysctl::restore(&rec.sysctls);
+        if errs.is_empty() {
+            done.push("restored the vm sysctls".into());
+        } else {
+            problems.extend(errs);
+        }
+    }
+    let device_ok = match &rec.device {
+        Some(d) => restore_device(d, &mut done, &mut problems),
+        None => true,
+    };
+    remove_cgroups(rec, &mut done, &mut problems);
+    remove_temp_dirs(rec, unmounted, &mut done, &mut problems);
+    (done, problems, device_ok)
+}
+
+/// fio's process groups, then fio processes still in our cgroups.
+fn kill_leftover_fio(rec: &Record, done: &mut Vec<String>) {
     let mut killed = Vec::new();
     for p in &rec.processes {
         killed.extend(kill_group(p));
@@ -548,7 +569,11 @@ pub fn undo(rec: &Record) -> (Vec<String>, Vec<String>, bool) {
                 .join(" ")
         ));
     }
-    // 1b. Our file systems (fio is gone), before the working directories.
+}
+
+/// Our file systems (fio is gone), before the working directories; true
+/// if none is left mounted.
+fn unmount_all(rec: &Record, done: &mut Vec<String>, problems: &mut Vec<String>) -> bool {
     let mut unmounted = true;
     for m in &rec.mounts {
         match super::fsmount::unmount(m) {
@@ -559,64 +584,62 @@ pub fn undo(rec: &Record) -> (Vec<String>, Vec<String>, bool) {
             }
         }
     }
-    // 1c. The vm sysctls.
-    if !rec.sysctls.is_empty() {
-        let errs = super::sysctl::restore(&rec.sysctls);
-        if errs.is_empty() {
-            done.push("restored the vm sysctls".into());
-        } else {
-            problems.extend(errs);
-        }
+    unmounted
+}
+
+/// The device's scheduler, knobs and tunables, if it is still the same
+/// device; false if restoring failed.
+fn restore_device(d: &DeviceRecord, done: &mut Vec<String>, problems: &mut Vec<String>) -> bool {
+    let sys = d.queue.parent().map(Path::to_path_buf).unwrap_or_default();
+    let devno = fs::read_to_string(sys.join("dev"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let backing = fs::read_to_string(sys.join("loop/backing_file"))
+        .ok()
+        .map(|s| s.trim().to_string());
+    if devno != d.disk_devno || (d.loop_backing.is_some() && backing != d.loop_backing) {
+        done.push(format!(
+            "{} is no longer the device the run used (detached or replaced); its settings were not touched",
+            d.path
+        ));
+        return true;
     }
-    // 2. The device, if it is still the same one.
-    if let Some(d) = &rec.device {
-        let sys = d.queue.parent().map(Path::to_path_buf).unwrap_or_default();
-        let devno = fs::read_to_string(sys.join("dev"))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default();
-        let backing = fs::read_to_string(sys.join("loop/backing_file"))
-            .ok()
-            .map(|s| s.trim().to_string());
-        if devno != d.disk_devno || (d.loop_backing.is_some() && backing != d.loop_backing) {
-            done.push(format!(
-                "{} is no longer the device the run used (detached or replaced); its settings were not touched",
-                d.path
-            ));
-        } else {
-            let q = Queue {
-                dir: d.queue.clone(),
-                disk: d.disk.clone(),
-            };
-            let snap = Snapshot {
-                scheduler: d.scheduler.clone(),
-                knobs: d.knobs.clone(),
-                iosched: d.iosched.clone(),
-            };
-            let names: Vec<String> = d.knobs.iter().map(|(k, _)| k.clone()).collect();
-            let before = q.snapshot(&names);
-            let changed = snap.differences(&before);
-            let errs = q.restore(&snap);
-            if errs.is_empty() {
-                if changed.is_empty() {
-                    done.push(format!("{}: settings were already as before", d.path));
-                } else {
-                    done.push(format!(
-                        "restored {} ({})",
-                        d.path,
-                        changed
-                            .iter()
-                            .map(|c| swap_arrow(c))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                }
-            } else {
-                device_ok = false;
-                problems.extend(errs);
-            }
-        }
+    let q = Queue {
+        dir: d.queue.clone(),
+        disk: d.disk.clone(),
+    };
+    let snap = Snapshot {
+        scheduler: d.scheduler.clone(),
+        knobs: d.knobs.clone(),
+        iosched: d.iosched.clone(),
+    };
+    let names: Vec<String> = d.knobs.iter().map(|(k, _)| k.clone()).collect();
+    let before = q.snapshot(&names);
+    let changed = snap.differences(&before);
+    let errs = q.restore(&snap);
+    if !errs.is_empty() {
+        problems.extend(errs);
+        return false;
     }
-    // 3. cgroups (only ours, only empty ones: rmdir).
+    if changed.is_empty() {
+        done.push(format!("{}: settings were already as before", d.path));
+    } else {
+        done.push(format!(
+            "restored {} ({})",
+            d.path,
+            changed
+                .iter()
+                .map(|c| swap_arrow(c))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    true
+}
+
+/// Our cgroups (lab names only, empty ones only: rmdir), and the io
+/// controller if the run enabled it.
+fn remove_cgroups(rec: &Record, done: &mut Vec<String>, problems: &mut Vec<String>) {
     for cg in rec.cgroups.iter().rev() {
         if !cg.exists() {
             continue;
@@ -674,7 +697,15 @@ pub fn undo(rec: &Record) -> (Vec<String>, Vec<String>, bool) {
             Err(e) => problems.push(format!("writing '-io' to {}: {e}", ctl.display())),
         }
     }
-    // 4. Working directories: only those marked with this journal's ID, or empty.
+}
+
+/// Working directories: only those marked with this journal's ID, or empty.
+fn remove_temp_dirs(
+    rec: &Record,
+    unmounted: bool,
+    done: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) {
     for t in &rec.temp_dirs {
         if !t.exists() {
             continue;
@@ -700,7 +731,6 @@ pub fn undo(rec: &Record) -> (Vec<String>, Vec<String>, bool) {
             )),
         }
     }
-    (done, problems, device_ok)
 }
 
 /// "name: a -> b" (was → now) as "name b -> a" (now → restored).
