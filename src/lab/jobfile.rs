@@ -687,31 +687,8 @@ pub fn prepare(
             option: option.map(str::to_string),
             message,
         };
-        // What is checked must be exactly what fio reads: one line, read
-        // whole, not changed again.
-        if c.contains("${") {
-            return Err(refuse(
-                None,
-                format!("'{c}': '${{' is left after replacing environment variables; fio would replace it again"),
-            ));
-        }
-        if c.chars().any(char::is_control) || c.contains([';', '#']) {
-            return Err(refuse(
-                None,
-                format!(
-                    "'{}': an environment variable put a control character, ';' or '#' into the line",
-                    c.escape_debug()
-                ),
-            ));
-        }
-        if c.len() > MAX_LINE {
-            return Err(refuse(
-                None,
-                format!(
-                    "a line of {} bytes; fio reads at most {MAX_LINE} as one line and would read the rest as another",
-                    c.len()
-                ),
-            ));
+        if let Some(problem) = line_problem(c) {
+            return Err(refuse(None, problem));
         }
         if c.starts_with('[') {
             let name = c
@@ -734,102 +711,154 @@ pub fn prepare(
                 "option before any [section]; start with [global] or [jobname]".into(),
             ));
         };
-        let was = || Item::Comment(format!("elevator lab: was: {c}"));
-        match classify(key) {
-            Class::Safe => p.items.push(Item::Keep(c.to_string())),
-            Class::Device if target.fs => {
-                let item =
-                    in_file_system(key, value.unwrap_or("")).map_err(|m| refuse(Some(key), m))?;
-                p.items.push(item);
-            }
-            Class::Device => p.items.push(Item::Comment(format!(
-                "elevator lab: replaced by filename={}: {c}",
-                target.path
-            ))),
-            Class::CgroupLab => p.items.push(Item::ByLab(c.to_string())),
-            Class::Cgroup => {
-                p.uses_cgroup = true;
-                let v = value.unwrap_or("");
-                if v.is_empty() {
-                    return Err(refuse(Some(key), "needs a group name".into()));
-                }
-                p.items.push(Item::Cgroup(v.to_string()));
-            }
-            Class::Runtime => match value {
-                Some(v) => p.items.push(Item::Runtime(v.to_string())),
-                None => return Err(refuse(Some(key), "needs a value".into())),
+        place_option(
+            &mut p,
+            Opt {
+                key,
+                value,
+                line: c,
+                section: sec,
             },
-            Class::Engine => {
-                let v = value.unwrap_or("");
-                if !ENGINES.contains(&v) {
-                    return Err(refuse(
-                        Some(key),
-                        format!(
-                            "engine '{v}' is not allowed in the lab (allowed: {}); other engines reach the network, run programs, work on file metadata, pass commands through, or are loaded from a file",
-                            ENGINES.join(", ")
-                        ),
-                    ));
-                }
-                p.items.push(Item::Keep(c.to_string()));
-            }
-            Class::Mem => {
-                if value.is_some_and(|v| v.contains(':')) {
-                    return Err(refuse(
-                        Some(key),
-                        format!(
-                            "'{}' maps a file for the I/O buffers; the lab allows the buffer types without a file",
-                            value.unwrap_or("")
-                        ),
-                    ));
-                }
-                p.items.push(Item::Keep(c.to_string()));
-            }
-            Class::Pattern => {
-                if value.is_some_and(|v| v.contains('\'')) {
-                    return Err(refuse(
-                        Some(key),
-                        "a pattern in single quotes is read from a file; give the pattern itself (0x..., \"text\")".into(),
-                    ));
-                }
-                p.items.push(Item::Keep(c.to_string()));
-            }
-            Class::Log | Class::WriteIolog => {
-                let base = plain_name(value.unwrap_or(""), &plain_name(sec, "job"));
-                let mut name = if classify(key) == Class::WriteIolog {
-                    format!("{base}.iolog")
-                } else {
-                    base
-                };
-                if classify(key) == Class::WriteIolog {
-                    let stem = name.clone();
-                    let mut k = 1;
-                    while names_used.contains(&name) {
-                        k += 1;
-                        name = format!("{k}-{stem}");
-                    }
-                    names_used.push(name.clone());
-                }
-                p.items.push(was());
-                p.items.push(Item::Named(key.to_string(), name));
-            }
-            Class::ReadIolog if target.fs => {
-                return Err(refuse(
-                    Some(key),
-                    "a trace replays to the device, not to files: not with --mount".into(),
-                ))
-            }
-            Class::ReadIolog => {
-                let v = value.unwrap_or("");
-                let trace = check_trace(v, &job_dir, target, p.traces.len())
-                    .map_err(|m| refuse(Some(key), m))?;
-                p.items.push(was());
-                p.traces.push(trace);
-                p.items.push(Item::ReadIolog(p.traces.len() - 1));
-            }
-            Class::Refused(why) => return Err(refuse(Some(key), why.to_string())),
-        }
+            target,
+            &job_dir,
+            &mut names_used,
+        )
+        .map_err(|m| refuse(Some(key), m))?;
     }
     Ok(p)
+}
+
+/// Why an expanded line cannot be passed to fio as it is, if it cannot.
+fn line_problem(c: &str) -> Option<String> {
+    // What is checked must be exactly what fio reads: one line, read
+    // whole, not changed again.
+    if c.contains("${") {
+        return Some(format!(
+            "'{c}': '${{' is left after replacing environment variables; fio would replace it again"
+        ));
+    }
+    if c.chars().any(char::is_control) || c.contains([';', '#']) {
+        return Some(format!(
+            "'{}': an environment variable put a control character, ';' or '#' into the line",
+            c.escape_debug()
+        ));
+    }
+    if c.len() > MAX_LINE {
+        return Some(format!(
+            "a line of {} bytes; fio reads at most {MAX_LINE} as one line and would read the rest as another",
+            c.len()
+        ));
+    }
+    None
+}
+
+/// One option line of a job section, as `Opt` names it.
+struct Opt<'a> {
+    key: &'a str,
+    value: Option<&'a str>,
+    /// The whole line, as fio would read it.
+    line: &'a str,
+    section: &'a str,
+}
+
+/// What the lab does with one option: keep it, rewrite it to the device
+/// or the private directory, take it over, or refuse it (the message).
+fn place_option(
+    p: &mut Prepared,
+    o: Opt,
+    target: &Target,
+    job_dir: &Path,
+    names_used: &mut Vec<String>,
+) -> Result<(), String> {
+    let Opt {
+        key,
+        value,
+        line: c,
+        section: sec,
+    } = o;
+    let was = || Item::Comment(format!("elevator lab: was: {c}"));
+    match classify(key) {
+        Class::Safe => p.items.push(Item::Keep(c.to_string())),
+        Class::Device if target.fs => {
+            let item = in_file_system(key, value.unwrap_or(""))?;
+            p.items.push(item);
+        }
+        Class::Device => p.items.push(Item::Comment(format!(
+            "elevator lab: replaced by filename={}: {c}",
+            target.path
+        ))),
+        Class::CgroupLab => p.items.push(Item::ByLab(c.to_string())),
+        Class::Cgroup => {
+            p.uses_cgroup = true;
+            let v = value.unwrap_or("");
+            if v.is_empty() {
+                return Err("needs a group name".into());
+            }
+            p.items.push(Item::Cgroup(v.to_string()));
+        }
+        Class::Runtime => match value {
+            Some(v) => p.items.push(Item::Runtime(v.to_string())),
+            None => return Err("needs a value".into()),
+        },
+        Class::Engine => {
+            let v = value.unwrap_or("");
+            if !ENGINES.contains(&v) {
+                return Err(format!(
+                    "engine '{v}' is not allowed in the lab (allowed: {}); other engines reach the network, run programs, work on file metadata, pass commands through, or are loaded from a file",
+                    ENGINES.join(", ")
+                ));
+            }
+            p.items.push(Item::Keep(c.to_string()));
+        }
+        Class::Mem => {
+            if value.is_some_and(|v| v.contains(':')) {
+                return Err(format!(
+                    "'{}' maps a file for the I/O buffers; the lab allows the buffer types without a file",
+                    value.unwrap_or("")
+                ));
+            }
+            p.items.push(Item::Keep(c.to_string()));
+        }
+        Class::Pattern => {
+            if value.is_some_and(|v| v.contains('\'')) {
+                return Err(
+                    "a pattern in single quotes is read from a file; give the pattern itself (0x..., \"text\")".into(),
+                );
+            }
+            p.items.push(Item::Keep(c.to_string()));
+        }
+        Class::Log | Class::WriteIolog => {
+            let base = plain_name(value.unwrap_or(""), &plain_name(sec, "job"));
+            let mut name = if classify(key) == Class::WriteIolog {
+                format!("{base}.iolog")
+            } else {
+                base
+            };
+            if classify(key) == Class::WriteIolog {
+                let stem = name.clone();
+                let mut k = 1;
+                while names_used.contains(&name) {
+                    k += 1;
+                    name = format!("{k}-{stem}");
+                }
+                names_used.push(name.clone());
+            }
+            p.items.push(was());
+            p.items.push(Item::Named(key.to_string(), name));
+        }
+        Class::ReadIolog if target.fs => {
+            return Err("a trace replays to the device, not to files: not with --mount".into())
+        }
+        Class::ReadIolog => {
+            let v = value.unwrap_or("");
+            let trace = check_trace(v, job_dir, target, p.traces.len())?;
+            p.items.push(was());
+            p.traces.push(trace);
+            p.items.push(Item::ReadIolog(p.traces.len() - 1));
+        }
+        Class::Refused(why) => return Err(why.to_string()),
+    }
+    Ok(())
 }
 
 /// A file-naming option with `--mount`: the files stay inside the lab's
