@@ -388,6 +388,115 @@ fn keep_outputs(work: &Path, skip: &[&str], dir: &Path, prefix: &str) -> Result<
     Ok(())
 }
 
+/// One round's queue set-up: limits that a switch would reset, a fresh
+/// instance of `sched`, its tunables (marking in `applied_iosched` those
+/// it has), the queue's knobs.
+fn set_up_queue(
+    q: &Queue,
+    sched: &str,
+    queue_sets: &[(String, String)],
+    iosched_sets: &[(String, String)],
+    applied_iosched: &mut [bool],
+) -> Result<(), String> {
+    for (k, v) in limits_before_switch(queue_sets) {
+        q.write(&k, &v)?;
+    }
+    q.start_scheduler(sched)?;
+    for (i, (k, v)) in iosched_sets.iter().enumerate() {
+        let attr = format!("iosched/{k}");
+        if q.has(&attr) {
+            q.write(&attr, v)?;
+            applied_iosched[i] = true;
+        }
+    }
+    for (k, v) in queue_sets {
+        q.write(k, v)?;
+    }
+    Ok(())
+}
+
+/// The knobs and tunables as the kernel shows them after the set-up, the
+/// cgroup files and vm sysctls written, for the report; a `--set` the
+/// kernel shows differently goes into `notes` once.
+fn knobs_as_set(
+    q: &Queue,
+    s: &Session,
+    o: &LabOptions,
+    queue_sets: &[(String, String)],
+    notes: &mut Vec<String>,
+) -> Vec<(String, String)> {
+    for (k, v) in queue_sets {
+        let now = q.read(k).unwrap_or_default();
+        if &now != v {
+            let note = format!("--set {k}={v}: the kernel shows '{now}'");
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+    }
+    let names: Vec<String> = queue_sets.iter().map(|(k, _)| k.clone()).collect();
+    let mut knobs = q.snapshot(&names).knobs;
+    knobs.extend(
+        q.iosched()
+            .into_iter()
+            .map(|(k, v)| (format!("iosched/{k}"), v)),
+    );
+    if let Some(g) = s.groups() {
+        knobs.extend(g.written.iter().cloned());
+    }
+    knobs.extend(vm_knobs(&o.sets));
+    knobs
+}
+
+/// `--verbose`: a round's IOPS, CPU per I/O and steal, and fio's first
+/// warnings.
+fn print_round(run: &LabRun, fio_stderr: &str) {
+    let ios: u64 = run
+        .report
+        .jobs
+        .iter()
+        .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>())
+        .sum();
+    let secs = run
+        .report
+        .jobs
+        .iter()
+        .map(|j| j.stats.runtime_ns())
+        .max()
+        .unwrap_or(0) as f64
+        / 1e9;
+    eprintln!(
+        "{:.0} IOPS in all, {:.2} CPU us/IO, steal {:.2} s",
+        if secs > 0.0 { ios as f64 / secs } else { 0.0 },
+        run.cpu_us_per_io(),
+        run.cpu.steal_ns as f64 / 1e9
+    );
+    for w in fio_stderr.lines().filter(|l| !l.trim().is_empty()).take(3) {
+        eprintln!("lab:   fio: {w}");
+    }
+}
+
+/// `--save-json`: a round's fio JSON, job file, fio output and stderr, and
+/// the disk samples, under `dir` with the round's prefix.
+fn save_round(
+    dir: &Path,
+    work: &Path,
+    prefix: &str,
+    json: &str,
+    disk_log: &[DiskSample],
+) -> Result<(), String> {
+    let p = dir.join(format!("{prefix}.json"));
+    std::fs::write(&p, json).map_err(|e| format!("{}: {e}", p.display()))?;
+    keep_outputs(
+        work,
+        &["job.fio", "fio-output.json", "fio-stderr.txt"],
+        dir,
+        prefix,
+    )?;
+    let p = dir.join(format!("{prefix}-disk.csv"));
+    std::fs::write(&p, disk_log_csv(disk_log)).map_err(|e| format!("{}: {e}", p.display()))
+}
+
 fn session(
     o: &LabOptions,
     s: &mut Session,
@@ -427,46 +536,8 @@ fn session(
                 return Err(format!("interrupted by signal {sig}"));
             }
             n += 1;
-            for (k, v) in limits_before_switch(&queue_sets) {
-                q.write(&k, &v)?;
-            }
-            q.start_scheduler(&sched)?;
-            for (i, (k, v)) in iosched_sets.iter().enumerate() {
-                let attr = format!("iosched/{k}");
-                if q.has(&attr) {
-                    q.write(&attr, v)?;
-                    applied_iosched[i] = true;
-                }
-            }
-            for (k, v) in &queue_sets {
-                q.write(k, v)?;
-            }
-            for (k, v) in &queue_sets {
-                let now = q.read(k).unwrap_or_default();
-                if &now != v {
-                    let note = format!("--set {k}={v}: the kernel shows '{now}'");
-                    if !result.notes.contains(&note) {
-                        result.notes.push(note);
-                    }
-                }
-            }
-            let mut knobs: Vec<(String, String)> = q
-                .snapshot(
-                    &queue_sets
-                        .iter()
-                        .map(|(k, _)| k.clone())
-                        .collect::<Vec<_>>(),
-                )
-                .knobs;
-            knobs.extend(
-                q.iosched()
-                    .into_iter()
-                    .map(|(k, v)| (format!("iosched/{k}"), v)),
-            );
-            if let Some(g) = s.groups() {
-                knobs.extend(g.written.iter().cloned());
-            }
-            knobs.extend(vm_knobs(&o.sets));
+            set_up_queue(&q, &sched, &queue_sets, iosched_sets, &mut applied_iosched)?;
+            let knobs = knobs_as_set(&q, s, o, &queue_sets, &mut result.notes);
             if let Some(m) = &o.mount {
                 s.mount_fresh(m)?;
             }
@@ -492,17 +563,13 @@ fn session(
                 }
             };
             if let Some(dir) = &o.save_json {
-                let p = dir.join(format!("round{round}-{sched}.json"));
-                std::fs::write(&p, &fr.json).map_err(|e| format!("{}: {e}", p.display()))?;
-                keep_outputs(
-                    work,
-                    &["job.fio", "fio-output.json", "fio-stderr.txt"],
+                save_round(
                     dir,
+                    work,
                     &format!("round{round}-{sched}"),
+                    &fr.json,
+                    &disk_log,
                 )?;
-                let p = dir.join(format!("round{round}-{sched}-disk.csv"));
-                std::fs::write(&p, disk_log_csv(&disk_log))
-                    .map_err(|e| format!("{}: {e}", p.display()))?;
             }
             let mut report = fio::parse_json(&fr.json, Some(jf))
                 .map_err(|e| format!("{sched}, round {round}: {e}"))?;
@@ -519,29 +586,7 @@ fn session(
                 disk_log,
             };
             if o.verbose {
-                let ios: u64 = run
-                    .report
-                    .jobs
-                    .iter()
-                    .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>())
-                    .sum();
-                let secs = run
-                    .report
-                    .jobs
-                    .iter()
-                    .map(|j| j.stats.runtime_ns())
-                    .max()
-                    .unwrap_or(0) as f64
-                    / 1e9;
-                eprintln!(
-                    "{:.0} IOPS in all, {:.2} CPU us/IO, steal {:.2} s",
-                    if secs > 0.0 { ios as f64 / secs } else { 0.0 },
-                    run.cpu_us_per_io(),
-                    cpu.steal_ns as f64 / 1e9
-                );
-                for w in fr.stderr.lines().filter(|l| !l.trim().is_empty()).take(3) {
-                    eprintln!("lab:   fio: {w}");
-                }
+                print_round(&run, &fr.stderr);
             }
             result.runs.push(run);
         }
