@@ -408,17 +408,9 @@ fn pct_opt(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{:.1}%", x * 100.0))
 }
 
-/// The validate report as text.
-pub fn render(title: &[String], inp: &Inputs, notes: &[String]) -> String {
-    let rows = rows(inp);
-    let sum = summarize(inp, &rows);
-    let lab = inp.lab;
-    let first = lab.schedulers.first().cloned().unwrap_or_default();
-    let mut out = String::new();
-    for t in title {
-        out.push_str(t);
-        out.push('\n');
-    }
+/// The table of the report: a row per scheduler, group and direction,
+/// measured beside simulated.
+fn table(inp: &Inputs, rows: &[Row], first: &str) -> Vec<Vec<String>> {
     let mut t = vec![vec![
         "scheduler".to_string(),
         "group".into(),
@@ -436,7 +428,7 @@ pub fn render(title: &[String], inp: &Inputs, notes: &[String]) -> String {
         "sim".into(),
     ]];
     let mut last = String::new();
-    for r in &rows {
+    for r in rows {
         let g = r.sim.as_ref();
         let sname = if r.scheduler != last {
             last = r.scheduler.clone();
@@ -506,19 +498,12 @@ pub fn render(title: &[String], inp: &Inputs, notes: &[String]) -> String {
         }
         t.push(row);
     }
-    out.push_str(&align(&t, 3));
-    for (s, why) in &lab.skipped {
-        let _ = writeln!(out, "{s}: {why}");
-    }
-    for (s, r) in &inp.sims {
-        if let Err(why) = r {
-            if !lab.schedulers.contains(s) {
-                let _ = writeln!(out, "{s}: {why}");
-            }
-        }
-    }
-    let _ = writeln!(out);
-    let _ = writeln!(out, "summary:");
+    t
+}
+
+/// The summary's ranking lines: how the pairs of schedulers compare,
+/// measured against simulated.
+fn ranking(out: &mut String, sum: &Summary) {
     let pairs = sum.pairs_agree + sum.pairs_disagree + sum.pairs_measured_tie + sum.pairs_sim_tie;
     if pairs == 0 {
         let _ = writeln!(
@@ -558,6 +543,34 @@ pub fn render(title: &[String], inp: &Inputs, notes: &[String]) -> String {
             let _ = writeln!(out, "    {:w$}  simulated {s}", "", w = k.len());
         }
     }
+}
+
+/// The validate report as text.
+pub fn render(title: &[String], inp: &Inputs, notes: &[String]) -> String {
+    let rows = rows(inp);
+    let sum = summarize(inp, &rows);
+    let lab = inp.lab;
+    let first = lab.schedulers.first().cloned().unwrap_or_default();
+    let mut out = String::new();
+    for t in title {
+        out.push_str(t);
+        out.push('\n');
+    }
+    let t = table(inp, &rows, &first);
+    out.push_str(&align(&t, 3));
+    for (s, why) in &lab.skipped {
+        let _ = writeln!(out, "{s}: {why}");
+    }
+    for (s, r) in &inp.sims {
+        if let Err(why) = r {
+            if !lab.schedulers.contains(s) {
+                let _ = writeln!(out, "{s}: {why}");
+            }
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "summary:");
+    ranking(&mut out, &sum);
     let _ = writeln!(
         out,
         "  mean absolute percentage error: iops {}, mean lat {}, p99 {}, iops ratio to {first} {}",
