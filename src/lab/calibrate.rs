@@ -1364,6 +1364,14 @@ pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
         PROBES.len(),
         fit.error * 100.0
     );
+    queue_section(&mut s, q, disk);
+    model_section(&mut s, fit);
+    cpu_section(&mut s, fit);
+    s
+}
+
+/// The `[queue]` section: the limits read from sysfs.
+fn queue_section(s: &mut String, q: &QueueLimits, disk: &str) {
     s.push_str("\n[queue]\n");
     let _ = writeln!(
         s,
@@ -1406,6 +1414,10 @@ pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
         "max_segments = {}            # queue/max_segments",
         q.max_segments
     );
+}
+
+/// The model's section (`[nvme]`, `[loop]` or `[ram]`) with what each fitted value came from.
+fn model_section(s: &mut String, fit: &Fit) {
     match &fit.params {
         Params::Nvme(n) => {
             s.push_str("\n[nvme]\n");
@@ -1462,6 +1474,10 @@ pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
             let _ = writeln!(s, "bandwidth = {}         # bytes/s per hardware queue: the throughput ceiling that fits best", r.bandwidth);
         }
     }
+}
+
+/// The `[cpu]` section, when the fit has host, hook or page-cache speeds.
+fn cpu_section(s: &mut String, fit: &Fit) {
     let cache_speed = fit.cpu.as_ref().and_then(|c| c.cache_speed);
     if let Some(speed) = fit.cpu.as_ref().and_then(|c| c.host_speed) {
         s.push_str(
@@ -1487,7 +1503,6 @@ pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
     if let Some(c) = cache_speed {
         let _ = writeln!(s, "cache_speed = {c:.3}         # a buffered job's calls (call, page lookup, copy) against the reference core: fitted to {}", CACHE_PROBES[0].name);
     }
-    s
 }
 
 /// Measure, fit, and return (profile TOML, human report).
