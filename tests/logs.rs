@@ -274,6 +274,34 @@ fn logs_stream_while_running() {
     assert!(text.lines().all(|l| l.ends_with(", 90000, 0, 4096, 0")));
 }
 
+/// A log that can no longer be written (here its directory is gone) stops
+/// taking lines and says why in `log_errors` — which the run turns into a
+/// warning — instead of printing from the library.
+#[test]
+fn a_log_that_fails_to_write_is_reported_not_printed() {
+    let dir = tmpdir("fails");
+    let mut s = logging_spec(&dir);
+    s.write_bw_log = None;
+    s.write_iops_log = None;
+    let mut st = JobStats::with_logs(&s).unwrap();
+    st.begin(0);
+    std::fs::remove_dir_all(&*dir).unwrap();
+    for i in 0..20_000u64 {
+        st.record_io(Ddir::Read, 4096, None, 90_000, 90_000, i * 100_000);
+    }
+    st.end(2_000 * MS);
+    // clat and lat had lines to write; slat had none (no submission
+    // latency was recorded), so it never failed.
+    let names: Vec<&str> = ["x_clat.1.log", "x_lat.1.log"].to_vec();
+    assert_eq!(st.log_errors.len(), names.len(), "{:?}", st.log_errors);
+    for (e, name) in st.log_errors.iter().zip(names) {
+        assert!(
+            e.starts_with("cannot write log file ") && e.contains(name),
+            "{e}"
+        );
+    }
+}
+
 /// A whole run through `elevator run`: file names, one line per I/O, and
 /// numbers that agree with the JSON report.
 #[test]

@@ -960,6 +960,13 @@ impl Simulation {
             softirq_runs: self.block.softirq_runs,
             softirq_completions: self.block.softirq_completions,
         };
+        // Log files that failed to write: the run's warnings say which.
+        let mut warnings = std::mem::take(&mut self.block.warnings);
+        for t in &self.tasks {
+            for e in &t.job.stats.log_errors {
+                warnings.push(format!("job '{}': {e}", t.job.spec.name));
+            }
+        }
         let jobs = self
             .tasks
             .into_iter()
@@ -1016,7 +1023,7 @@ impl Simulation {
                 }),
                 requests: self.block.trace.take().map_or(Vec::new(), |t| t.records),
                 spec: None,
-                warnings: std::mem::take(&mut self.block.warnings),
+                warnings,
                 switch_log: super::switches::outcomes(
                     self.cfg.switches.len(),
                     self.block.switch_log(),

@@ -39,8 +39,9 @@ const BUF_CAP: usize = 16 * 1024;
 struct LogFile {
     path: PathBuf,
     buf: Vec<u8>,
-    /// Set after a write error (reported once); further lines are dropped.
-    failed: bool,
+    /// The first write error; further lines are dropped. Reported with the
+    /// run's warnings (library code does not print).
+    error: Option<String>,
 }
 
 impl LogFile {
@@ -58,13 +59,13 @@ impl LogFile {
         Ok(LogFile {
             path,
             buf: Vec::new(),
-            failed: false,
+            error: None,
         })
     }
 
     #[inline]
     fn line(&mut self, args: std::fmt::Arguments) {
-        if self.failed {
+        if self.error.is_some() {
             return;
         }
         let start = self.buf.len();
@@ -79,7 +80,7 @@ impl LogFile {
     }
 
     fn flush(&mut self) {
-        if self.buf.is_empty() || self.failed {
+        if self.buf.is_empty() || self.error.is_some() {
             self.buf.clear();
             return;
         }
@@ -88,11 +89,10 @@ impl LogFile {
             .open(&self.path)
             .and_then(|mut f| f.write_all(&self.buf));
         if let Err(e) = r {
-            eprintln!(
-                "elevator: warning: cannot write log file {}: {e}; no more entries are written to it",
+            self.error = Some(format!(
+                "cannot write log file {}: {e}; no more entries were written to it",
                 self.path.display()
-            );
-            self.failed = true;
+            ));
         }
         self.buf.clear();
     }
@@ -319,8 +319,9 @@ impl JobLogs {
     }
 
     /// The job ends at `now`: flush open latency windows (fio's
-    /// `finalize_logs`) and write everything out.
-    pub(crate) fn finish(&mut self, now: Ns) {
+    /// `finalize_logs`) and write everything out; returns the files' write
+    /// errors.
+    pub(crate) fn finish(&mut self, now: Ns) -> Vec<String> {
         let t = self.ms(now);
         let windowed = Entry::window(self, t, 0, 0);
         let (avg_ms, max_value) = (self.avg_ms, self.max_value);
@@ -342,6 +343,14 @@ impl JobLogs {
         for f in [&mut self.bw, &mut self.iops].into_iter().flatten() {
             f.flush();
         }
+        let lat_files = [&self.clat, &self.slat, &self.lat]
+            .into_iter()
+            .flatten()
+            .map(|l| &l.file);
+        lat_files
+            .chain([&self.bw, &self.iops].into_iter().flatten())
+            .filter_map(|f| f.error.clone())
+            .collect()
     }
 }
 

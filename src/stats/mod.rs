@@ -554,6 +554,9 @@ pub struct JobStats {
     unit_bw: bool,
     unit_iops: bool,
     logs: LogSlot,
+    /// Log files that could not be written, one message each (the run's
+    /// warnings report them).
+    pub log_errors: Vec<String>,
 }
 
 #[inline]
@@ -696,6 +699,7 @@ impl JobStats {
             unit_bw: false,
             unit_iops: false,
             logs: LogSlot(None),
+            log_errors: Vec::new(),
             opts,
         }
     }
@@ -874,7 +878,7 @@ impl JobStats {
         self.next_sample_at = u64::MAX;
         // Write out and close the job's logs.
         if let Some(mut l) = self.logs.0.take() {
-            l.finish(now);
+            self.log_errors = l.finish(now);
         }
         let elapsed = now - self.start;
         // fio: runtime[ddir] = (elapsed_us + 999) / 1000, for directions that
