@@ -177,6 +177,11 @@ pub fn note(line: &str) {
 
 /// Entry point: returns the process exit code.
 pub fn main_with_args(args: Vec<String>) -> i32 {
+    // The lab's progress, notes and warnings reach the terminal through
+    // the front end only.
+    crate::lab::say::install(|text| {
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    });
     let result = match args.split_first() {
         None => Err(CliError::bad(usage())),
         Some((cmd, rest)) => match cmd.as_str() {

@@ -1033,12 +1033,12 @@ pub fn measure(
             pt.cpu_us_per_io = per_io(&rep, busy);
             if verbose {
                 let d = pt.main();
-                eprintln!(
+                super::say::line(&format!(
                     "calibrate: [{k}/{total}] pass {pass} {label:<15} {:>9} IOPS  {:>8} us mean  {:>8} us p99",
                     num(d.iops),
                     num(d.lat_us),
                     num(d.p99_us)
-                );
+                ));
             }
             Ok(pt)
         };
@@ -1100,7 +1100,7 @@ pub fn measure(
     let fio_version = s.fio_version.clone();
     let problems = s.finish();
     for p in &problems {
-        eprintln!("elevator: warning: {p}");
+        super::say::line(&format!("elevator: warning: {p}"));
     }
     let (points, hook, cache_points) = outcome.map_err(|e| LabError {
         unrestored: problems.clone(),
@@ -1553,7 +1553,7 @@ pub fn calibrate_from(
         )));
     }
     if verbose {
-        eprintln!("calibrate: fitting nvme, loop and ram (simulating the probes) ...");
+        super::say::line("calibrate: fitting nvme, loop and ram (simulating the probes) ...");
     }
     let t0 = std::time::Instant::now();
     let sim_time = m.probe_time.min(NS_PER_SEC / 4);

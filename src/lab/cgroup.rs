@@ -205,11 +205,11 @@ impl Groups {
         }
         if !any {
             let names: Vec<&str> = files.iter().map(|f| f.name).collect();
-            eprintln!(
+            super::say::line(&format!(
                 "elevator: warning: {}: no weight file ({}); weight {w} ignored",
                 dir.display(),
                 names.join(", ")
-            );
+            ));
         }
         Ok(())
     }
@@ -263,7 +263,7 @@ impl Drop for Groups {
     fn drop(&mut self) {
         if !self.removed {
             for e in self.remove() {
-                eprintln!("elevator: warning: {e}");
+                super::say::line(&format!("elevator: warning: {e}"));
             }
         }
     }

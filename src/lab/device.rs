@@ -608,7 +608,7 @@ impl Drop for QueueGuard {
     fn drop(&mut self) {
         if !self.done {
             for e in self.restore() {
-                eprintln!("elevator: warning: {e}");
+                super::say::line(&format!("elevator: warning: {e}"));
             }
         }
     }

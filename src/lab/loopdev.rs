@@ -199,7 +199,7 @@ pub fn create(spec: &LoopSpec) -> Result<String, String> {
     }
     let dio = fs::read_to_string(bd.sys.join("loop/dio")).unwrap_or_default();
     if dio.trim() != "1" {
-        eprintln!("elevator: warning: {dev}: direct I/O to the backing file is off (loop/dio = {}); the page cache sits under the device", dio.trim());
+        super::say::line(&format!("elevator: warning: {dev}: direct I/O to the backing file is off (loop/dio = {}); the page cache sits under the device", dio.trim()));
     }
     let marker = format!(
         "created by elevator loop create\ndevice={dev}\nbacking={}\ntmpfs={}\nsize={}\n",
@@ -268,7 +268,7 @@ pub fn remove(dev: &str, force: bool) -> Result<(), LabError> {
                 "refusing to remove: {msg} (pass --force to detach anyway)"
             )));
         }
-        eprintln!("elevator: warning: --force: {msg}");
+        super::say::line(&format!("elevator: warning: --force: {msg}"));
     }
     let q = bd.queue();
     run(Command::new("losetup").arg("-d").arg(&bd.path))?;

@@ -37,6 +37,7 @@ pub mod jobfile;
 pub mod journal;
 pub mod loopdev;
 pub mod runner;
+pub mod say;
 pub mod session;
 pub mod signal;
 pub mod sysctl;

@@ -351,7 +351,7 @@ pub fn run_lab(o: &LabOptions) -> Result<LabResult, LabError> {
     })();
     let problems = s.finish();
     for p in &problems {
-        eprintln!("elevator: warning: {p}");
+        super::say::line(&format!("elevator: warning: {p}"));
     }
     match outcome {
         Ok(()) => {
@@ -465,14 +465,14 @@ fn print_round(run: &LabRun, fio_stderr: &str) {
         .max()
         .unwrap_or(0) as f64
         / 1e9;
-    eprintln!(
+    super::say::line(&format!(
         "{:.0} IOPS in all, {:.2} CPU us/IO, steal {:.2} s",
         if secs > 0.0 { ios as f64 / secs } else { 0.0 },
         run.cpu_us_per_io(),
         run.cpu.steal_ns as f64 / 1e9
-    );
+    ));
     for w in fio_stderr.lines().filter(|l| !l.trim().is_empty()).take(3) {
-        eprintln!("lab:   fio: {w}");
+        super::say::line(&format!("lab:   fio: {w}"));
     }
 }
 
@@ -543,7 +543,9 @@ fn session(
             }
             s.settle(o.settle)?;
             if o.verbose {
-                eprint!("lab: [{n}/{total}] round {round} {sched} on {dev} ... ");
+                super::say::part(&format!(
+                    "lab: [{n}/{total}] round {round} {sched} on {dev} ... "
+                ));
             }
             let stat0 = s.bd.stat()?;
             let mut sampler = DiskSampler::start(&s.bd, stat0.clone());
@@ -557,7 +559,7 @@ fn session(
                 Ok(fr) => fr,
                 Err(e) => {
                     if o.verbose {
-                        eprintln!("failed");
+                        super::say::line("failed");
                     }
                     return Err(format!("{sched}, round {round}: {e}"));
                 }

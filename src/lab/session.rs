@@ -49,15 +49,15 @@ pub struct Session {
 pub fn recover_earlier(verbose: bool) -> journal::Recovery {
     let r = journal::recover();
     for n in &r.notes {
-        eprintln!("elevator: {n}");
+        super::say::line(&format!("elevator: {n}"));
     }
     if verbose {
         for n in &r.running {
-            eprintln!("elevator: note: {n}");
+            super::say::line(&format!("elevator: note: {n}"));
         }
     }
     for p in &r.problems {
-        eprintln!("elevator: warning: {p}");
+        super::say::line(&format!("elevator: warning: {p}"));
     }
     r
 }
@@ -94,7 +94,7 @@ impl Session {
             if !force {
                 return Err(LabError::failed(msg));
             }
-            eprintln!("elevator: warning: --force: {msg}");
+            super::say::line(&format!("elevator: warning: --force: {msg}"));
         }
         let hold = match bd.claim() {
             Ok(f) => Some(f),
@@ -115,7 +115,7 @@ impl Session {
                 if !force {
                     return Err(LabError::failed(msg));
                 }
-                eprintln!("elevator: warning: --force: {msg}");
+                super::say::line(&format!("elevator: warning: --force: {msg}"));
                 None
             }
         };
@@ -294,10 +294,10 @@ impl Session {
             if problems.is_empty() {
                 j.close();
             } else {
-                eprintln!(
+                super::say::line(&format!(
                     "elevator: the restore journal {} keeps what is left; `elevator lab --recover` tries again",
                     j.path().display()
-                );
+                ));
             }
         }
         problems
@@ -308,7 +308,7 @@ impl Drop for Session {
     fn drop(&mut self) {
         if self.journal.is_some() {
             for p in self.cleanup() {
-                eprintln!("elevator: warning: {p}");
+                super::say::line(&format!("elevator: warning: {p}"));
             }
         }
     }
