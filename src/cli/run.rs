@@ -77,7 +77,7 @@ pub const RUN_OPTS: &[Opt] = &[
     valued(
         "log-dir",
         "DIR",
-        "where fio's job logs go (write_lat_log, write_bw_log,\nwrite_iops_log); default the current directory",
+        "where fio's job logs go (write_lat_log, write_bw_log,\nwrite_iops_log); default the current directory, created if\nmissing",
     ),
     valued(
         "spec",
