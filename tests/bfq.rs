@@ -305,7 +305,9 @@ fn a_weight_raised_queue_holds_the_disk_for_its_raised_budget_timeout() {
     // only when wr_coeff == 1). The heavy group's reads wait that long;
     // without raising every slot ends at 125 ms.
     let w = weights(&[("heavy", "800"), ("light", "200")]);
-    let max_clat_ms = |ll: &str| -> (f64, f64, f64) {
+    // (heavy's max clat ms, light's max clat ms, heavy's share of IOPS)
+    // with low_latency = `ll`.
+    let run_with = |ll: &str| -> (f64, f64, f64) {
         let mut sets: Vec<(&str, &str)> = w.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         sets.push(("iosched/low_latency", ll));
         let rep = run("bfq-wr-groups.fio", "bfq", "hdd", &sets);
@@ -320,8 +322,8 @@ fn a_weight_raised_queue_holds_the_disk_for_its_raised_budget_timeout() {
         let (_, light, _) = by_job(&rep, "light");
         (max("heavy"), max("light"), heavy / (heavy + light))
     };
-    let (heavy_on, light_on, share_on) = max_clat_ms("1");
-    let (heavy_off, light_off, share_off) = max_clat_ms("0");
+    let (heavy_on, light_on, share_on) = run_with("1");
+    let (heavy_off, light_off, share_off) = run_with("0");
     eprintln!(
         "max clat ms heavy/light: low_latency=1 {heavy_on:.0}/{light_on:.0} (heavy's share \
          {share_on:.2}), 0 {heavy_off:.0}/{light_off:.0} ({share_off:.2})"

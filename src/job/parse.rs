@@ -1096,42 +1096,18 @@ fn set_block_size(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> R
     let val = || required(def, v);
     let s = &mut b.spec;
     match key {
-        Key::Bs => {
-            for (d, x) in per_dir(val()?, |p| positive_size(p, kb))?
-                .into_iter()
-                .enumerate()
-            {
-                if let Some(x) = x {
-                    b.bs[d] = x;
-                }
-            }
-        }
-        Key::BsRange => {
-            let r = per_dir(val()?, |p| range(p, |x| positive_size(x, kb)))?;
-            for (d, x) in r.into_iter().enumerate() {
-                if x.is_some() {
-                    b.bsrange[d] = x;
-                }
-            }
-        }
-        Key::BsSplit => {
-            let r = per_dir(val()?, |p| bssplit(p, kb))?;
-            for (d, x) in r.into_iter().enumerate() {
-                if x.is_some() {
-                    b.bssplit[d] = x;
-                }
-            }
-        }
-        Key::BlockAlign => {
-            for (d, x) in per_dir(val()?, |p| positive_size(p, kb))?
-                .into_iter()
-                .enumerate()
-            {
-                if x.is_some() {
-                    s.blockalign[d] = x;
-                }
-            }
-        }
+        Key::Bs => set_given(&mut b.bs, per_dir(val()?, |p| positive_size(p, kb))?, |x| x),
+        Key::BsRange => set_given(
+            &mut b.bsrange,
+            per_dir(val()?, |p| range(p, |x| positive_size(x, kb)))?,
+            Some,
+        ),
+        Key::BsSplit => set_given(&mut b.bssplit, per_dir(val()?, |p| bssplit(p, kb))?, Some),
+        Key::BlockAlign => set_given(
+            &mut s.blockalign,
+            per_dir(val()?, |p| positive_size(p, kb))?,
+            Some,
+        ),
         _ => return not_in_group(def),
     }
     Ok(())
@@ -1188,26 +1164,15 @@ fn set_pacing(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Resul
     let val = || required(def, v);
     let s = &mut b.spec;
     match key {
-        Key::Rate => {
-            for (d, x) in per_dir(val()?, |p| parse_size(p, kb))?
-                .into_iter()
-                .enumerate()
-            {
-                if let Some(x) = x {
-                    s.rate[d] = (x > 0).then_some(x);
-                }
-            }
-        }
-        Key::RateIops => {
-            for (d, x) in per_dir(val()?, |p| int_in(p, kb, 0, u64::MAX))?
-                .into_iter()
-                .enumerate()
-            {
-                if let Some(x) = x {
-                    s.rate_iops[d] = (x > 0).then_some(x);
-                }
-            }
-        }
+        // 0 means no limit.
+        Key::Rate => set_given(&mut s.rate, per_dir(val()?, |p| parse_size(p, kb))?, |x| {
+            (x > 0).then_some(x)
+        }),
+        Key::RateIops => set_given(
+            &mut s.rate_iops,
+            per_dir(val()?, |p| int_in(p, kb, 0, u64::MAX))?,
+            |x| (x > 0).then_some(x),
+        ),
         Key::RateProcess => {
             s.rate_process = match val()?.trim() {
                 "linear" => RateProcess::Linear,
@@ -1308,6 +1273,16 @@ fn set_report_option(
         _ => return not_in_group(def),
     }
     Ok(())
+}
+
+/// Store each direction's value the option gave (`per_dir`), leaving the
+/// other directions as they were.
+fn set_given<T, U>(slots: &mut [U; 3], given: [Option<T>; 3], store: impl Fn(T) -> U) {
+    for (slot, x) in slots.iter_mut().zip(given) {
+        if let Some(x) = x {
+            *slot = store(x);
+        }
+    }
 }
 
 /// The value of an option that takes one (`Some` here, checked by the

@@ -290,17 +290,36 @@ pub struct Simulation {
     cache: Option<PageCache>,
     flusher: Option<(Task, Flusher)>,
     /// The ext4 file system (`--mount`) and its kjournald2 (task id
-    /// `tasks.len() + 1`).
+    /// `KernelIds::jbd2`).
     fs: Option<Ext4>,
     jbd2: Option<(Task, Jbd2Task)>,
     /// dm-crypt (`--dm crypt`): the workers' queues and, per CPU, its
-    /// worker (task ids from `tasks.len() + 2`).
+    /// worker (task ids from `KernelIds::first_worker`).
     crypt: Option<CryptQueues>,
     kcryptd: Vec<(Task, Kcryptd)>,
 }
 
 /// A task's context over the simulation's fields (a macro so that the
 /// caller can still borrow the task's own frame, a disjoint field).
+/// Kernel tasks' ids follow the jobs' (0..jobs): the flusher, then
+/// kjournald2, then one dm-crypt worker per CPU.
+#[derive(Clone, Copy)]
+struct KernelIds {
+    jobs: u32,
+}
+
+impl KernelIds {
+    fn flusher(self) -> u32 {
+        self.jobs
+    }
+    fn jbd2(self) -> u32 {
+        self.jobs + 1
+    }
+    fn first_worker(self) -> u32 {
+        self.jobs + 2
+    }
+}
+
 macro_rules! task_cx {
     ($sim:ident) => {
         TaskCx {
@@ -342,6 +361,9 @@ impl Simulation {
         let layouts = workload::layout(&jobfile.jobs, block.capacity())
             .map_err(|m| Error::Input(InputError::message(m).in_file(&jobfile.source)))?;
         let mut tasks = fio_tasks(jobfile, &cfg, &layouts, &cg_ids)?;
+        let ids = KernelIds {
+            jobs: tasks.len() as u32,
+        };
         let disk_name = disk_name(jobfile, &cfg);
         let buffered = tasks.iter().any(|t| t.job.buffered);
         // Files on a mounted ext4 need the page cache's file index even when
@@ -357,7 +379,7 @@ impl Simulation {
                 files,
                 tasks: tasks.len(),
             });
-            let id = tasks.len() as u32;
+            let id = ids.flusher();
             cache.flusher_task = id;
             // The flusher is an unbound kworker: the last CPU, root cgroup.
             let cpu = (cpus - 1) as u16;
@@ -371,7 +393,7 @@ impl Simulation {
         }
         let (fs, jbd2) = match (&cfg.mount, &cache) {
             (Some((opts, _)), Some(c)) => {
-                let fs = mount(opts, c, jobfile, &layouts, block.capacity(), tasks.len());
+                let fs = mount(opts, c, jobfile, &layouts, block.capacity(), ids.jbd2());
                 // kjournald2: a kthread; its I/O at journal_ioprio, best
                 // effort level 3 (ext4 `journal_ioprio`
                 // default, fs/ext4/super.c DEFAULT_JOURNAL_IOPRIO).
@@ -382,13 +404,12 @@ impl Simulation {
             }
             _ => (None, None),
         };
-        let (crypt, kcryptd) = dm_crypt_workers(&cfg, tasks.len());
-        // The flusher (id tasks.len(), when there is one) charges its CPU
-        // work directly and takes no part in the run queues yet; nor do
-        // dm-crypt's workers.
+        let (crypt, kcryptd) = dm_crypt_workers(&cfg, ids.first_worker());
+        // The flusher and kjournald2 charge their CPU work directly and
+        // take no part in the run queues yet; nor do dm-crypt's workers.
         let mut runqueues = RunQueues::new(
             cpus,
-            tasks.len() + 2,
+            ids.first_worker() as usize,
             cfg.machine.scale_ns(runqueue::CONTEXT_SWITCH_NS),
         );
         for t in tasks.iter().filter(|t| t.job.phase != Phase::Skipped) {
@@ -443,7 +464,7 @@ impl Simulation {
 
     /// Whether task `id` is the flusher.
     fn is_flusher(&self, id: u32) -> bool {
-        id as usize == self.tasks.len() && self.flusher.is_some()
+        id == self.kernel_ids().flusher() && self.flusher.is_some()
     }
 
     /// The flusher's frame, body and context.
@@ -455,7 +476,7 @@ impl Simulation {
 
     /// Whether task `id` is kjournald2.
     fn is_jbd2(&self, id: u32) -> bool {
-        id as usize == self.tasks.len() + 1 && self.jbd2.is_some()
+        id == self.kernel_ids().jbd2() && self.jbd2.is_some()
     }
 
     /// kjournald2's frame, body and context.
@@ -682,6 +703,12 @@ impl Simulation {
                 self.step(j);
             }
             self.scratch_steps.clear();
+        }
+    }
+
+    fn kernel_ids(&self) -> KernelIds {
+        KernelIds {
+            jobs: self.tasks.len() as u32,
         }
     }
 
@@ -1110,11 +1137,10 @@ fn disk_name(jobfile: &JobFile, cfg: &Config) -> String {
         .unwrap_or_else(|| cfg.profile.name.clone())
 }
 
-/// dm-crypt's workers: one per CPU, a kworker of the root cgroup at the
-/// default I/O priority, ids after the flusher's and jbd2's.
-fn dm_crypt_workers(cfg: &Config, jobs: usize) -> (Option<CryptQueues>, Vec<(Task, Kcryptd)>) {
+/// dm-crypt's workers: one per CPU from id `first`, a kworker of the root
+/// cgroup at the default I/O priority.
+fn dm_crypt_workers(cfg: &Config, first: u32) -> (Option<CryptQueues>, Vec<(Task, Kcryptd)>) {
     let cpus = cfg.machine.cpus as usize;
-    let first = jobs as u32 + 2;
     let crypt = cfg.dm_crypt.map(|c| {
         let scaled = CryptCosts {
             sector_ns: cfg.machine.scale_ns(c.sector_ns),
@@ -1159,7 +1185,7 @@ fn mount(
     jobfile: &JobFile,
     layouts: &[workload::JobLayout],
     capacity: u64,
-    jobs: usize,
+    jbd2_task: u32,
 ) -> Ext4 {
     use crate::cache::PAGE;
     use crate::job::Ddir;
@@ -1181,6 +1207,6 @@ fn mount(
         }
     }
     let mut fs = Ext4::new(opts.clone(), capacity, &files);
-    fs.jbd2_task = jobs as u32 + 1;
+    fs.jbd2_task = jbd2_task;
     fs
 }
