@@ -10,15 +10,19 @@ const SECTOR: u64 = 512;
 #[derive(Clone, Debug)]
 pub enum BsChooser {
     Fixed(u64),
-    /// `min · k` for k uniform in 1..=max_mult (`gran` = min), or, unaligned,
-    /// `min + gran · k` for k uniform in 0..=max_mult.
+    /// fio's `bsrange` draw (get_next_buflen, fio 3.33 io_u.c):
+    /// `min + max · u` for u uniform in [0, 1), aligned down to a multiple
+    /// of `min` (of a sector with `bs_unaligned`), then capped at `max`. So
+    /// with `max` a multiple of `min` every multiple is equally likely; with
+    /// `bsrange=4k-10k` 4k and 8k come 40% of the time each and 10k 20%.
     Range {
         min: u64,
-        gran: u64,
-        max_mult: u64,
+        max: u64,
         unaligned: bool,
     },
-    /// Weighted: `thresholds[i]` is the cumulative weight scaled to 2^32.
+    /// Weighted, entries in fio's order (by percentage, ascending: options.c
+    /// sorts them with `bs_cmp`): `thresholds[i]` is the cumulative weight
+    /// scaled to 2^32.
     Split {
         sizes: Vec<u64>,
         thresholds: Vec<u64>,
@@ -44,26 +48,16 @@ impl BsChooser {
                 if min == max {
                     return Ok(BsChooser::Fixed(min));
                 }
-                Ok(if unaligned {
-                    let gran = SECTOR.min(min);
-                    BsChooser::Range {
-                        min,
-                        gran,
-                        max_mult: (max - min) / gran,
-                        unaligned: true,
-                    }
-                } else {
-                    BsChooser::Range {
-                        min,
-                        gran: min,
-                        max_mult: max / min,
-                        unaligned: false,
-                    }
+                Ok(BsChooser::Range {
+                    min,
+                    max,
+                    unaligned,
                 })
             }
             BlockSizes::Split(entries) => {
-                let entries: Vec<(u64, u32)> =
+                let mut entries: Vec<(u64, u32)> =
                     entries.iter().copied().filter(|&(_, w)| w > 0).collect();
+                entries.sort_by_key(|&(_, w)| w);
                 if entries.is_empty() {
                     return Err("bssplit has no entry with a weight".into());
                 }
@@ -110,25 +104,14 @@ impl BsChooser {
     pub fn max(&self) -> u64 {
         match self {
             BsChooser::Fixed(b) => *b,
-            BsChooser::Range {
-                min,
-                gran,
-                max_mult,
-                unaligned,
-            } => {
-                if *unaligned {
-                    min + gran * max_mult
-                } else {
-                    gran * max_mult
-                }
-            }
+            BsChooser::Range { max, .. } => *max,
             BsChooser::Split { desc, .. } => desc[0],
         }
     }
 
-    /// A length of at most `room` bytes (`room >= self.min()`): a fresh draw,
-    /// or the largest allowed size that fits when the draw would cross the
-    /// end of the region.
+    /// A length of at most `room` bytes (`room >= self.min()`). fio draws
+    /// again while the length would cross the end of the region
+    /// (`io_u_fits`); this draws once from what those redraws end in.
     #[inline(always)]
     pub fn pick(&self, rng: &mut impl RngCore, room: u64) -> u64 {
         // The common fixed size stays inline on the hot path.
@@ -143,48 +126,58 @@ impl BsChooser {
             BsChooser::Fixed(b) => *b,
             BsChooser::Range {
                 min,
-                gran,
-                max_mult,
+                max,
                 unaligned,
-            } => {
-                let r = rng.next_u64();
-                if *unaligned {
-                    let k = uniform_below(r, max_mult + 1);
-                    let len = min + gran * k;
-                    if len <= room {
-                        len
-                    } else {
-                        min + (room - min) / gran * gran
-                    }
-                } else {
-                    let k = 1 + uniform_below(r, *max_mult);
-                    (gran * k).min(room / gran * gran)
-                }
-            }
+            } => range_pick(*min, *max, *unaligned, rng.next_u64(), room),
             BsChooser::Split {
                 sizes,
                 thresholds,
                 desc,
             } => {
-                let r = rng.next_u64() >> 32;
-                let mut len = sizes[sizes.len() - 1];
-                for (i, &t) in thresholds.iter().enumerate() {
-                    if r < t {
-                        len = sizes[i];
-                        break;
+                // fio: the entry the draw falls in, or the first one after
+                // it that fits; none fits: draw again.
+                for _ in 0..SPLIT_REDRAWS {
+                    let r = rng.next_u64() >> 32;
+                    let first = thresholds
+                        .iter()
+                        .position(|&t| r < t)
+                        .unwrap_or(sizes.len() - 1);
+                    if let Some(&len) = sizes[first..].iter().find(|&&s| s <= room) {
+                        return len;
                     }
                 }
-                if len <= room {
-                    len
-                } else {
-                    desc.iter()
-                        .copied()
-                        .find(|&s| s <= room)
-                        .unwrap_or(desc[desc.len() - 1])
-                }
+                desc.iter()
+                    .copied()
+                    .find(|&s| s <= room)
+                    .unwrap_or(desc[desc.len() - 1])
             }
         }
     }
+}
+
+/// Draws of a `bssplit` size before the largest size that fits is taken
+/// (only a short tail whose fitting sizes are rare gets near it).
+const SPLIT_REDRAWS: u32 = 1000;
+
+/// fio's `bsrange` length from 64 random bits `r`, at most `room` bytes.
+/// Under `max` only lengths up to `room` are possible, and fio's redraws
+/// leave them equally likely: a uniform draw among them.
+#[inline]
+fn range_pick(min: u64, max: u64, unaligned: bool, r: u64, room: u64) -> u64 {
+    let gran = if unaligned { SECTOR.min(min) } else { min };
+    let len = if room >= max {
+        let x = min + uniform_below(r, max);
+        if unaligned {
+            min + (x - min) / gran * gran
+        } else {
+            x - x % min
+        }
+    } else if unaligned {
+        min + uniform_below(r, (room - min) / gran + 1) * gran
+    } else {
+        min * (1 + uniform_below(r, room / min))
+    };
+    len.min(max)
 }
 
 /// Uniform integer in 0..n from 64 random bits (multiply-high; the bias is
@@ -228,6 +221,52 @@ mod tests {
         for _ in 0..100 {
             assert!(c.pick(&mut rng, 9000) <= 8192);
         }
+    }
+
+    #[test]
+    fn range_with_a_max_off_the_grid_gets_the_max_as_fio_does() {
+        // fio 3.33: min + max * u aligned down, then capped: bsrange=4k-10k
+        // gives 4k and 8k 40% of the time each and 10k 20%.
+        let c = BsChooser::new(
+            &BlockSizes::Range {
+                min: 4096,
+                max: 10240,
+            },
+            false,
+        )
+        .unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let n = 100_000;
+        let mut counts = std::collections::BTreeMap::new();
+        for _ in 0..n {
+            *counts.entry(c.pick(&mut rng, u64::MAX)).or_insert(0u32) += 1;
+        }
+        let share = |len| counts.get(&len).copied().unwrap_or(0) as f64 / n as f64;
+        assert_eq!(counts.len(), 3, "{counts:?}");
+        assert!((share(4096) - 0.4).abs() < 0.01, "{counts:?}");
+        assert!((share(8192) - 0.4).abs() < 0.01, "{counts:?}");
+        assert!((share(10240) - 0.2).abs() < 0.01, "{counts:?}");
+        // A 9k tail: fio's redraws leave 4k and 8k, equally likely.
+        let tail: Vec<u64> = (0..1000).map(|_| c.pick(&mut rng, 9216)).collect();
+        let fours = tail.iter().filter(|&&l| l == 4096).count();
+        assert!(tail.iter().all(|&l| l == 4096 || l == 8192));
+        assert!((400..600).contains(&fours), "{fours} of 1000");
+    }
+
+    #[test]
+    fn split_tail_takes_the_next_entry_in_percentage_order() {
+        // Sorted by percentage: 1m/20, 64k/30, 4k/50. In a 100k tail a draw
+        // of 1m moves on to 64k, so 64k comes 50% of the time, 4k 50%.
+        let c = BsChooser::new(
+            &BlockSizes::Split(vec![(4096, 50), (65536, 30), (1 << 20, 20)]),
+            false,
+        )
+        .unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        let big = (0..10_000)
+            .filter(|_| c.pick(&mut rng, 100 * 1024) == 65536)
+            .count();
+        assert!((4800..5200).contains(&big), "{big} of 10000");
     }
 
     #[test]
