@@ -336,10 +336,13 @@ fn example_with_many_unmodelled_options() {
     assert!(f.ignored.contains(&"steadystate".to_string()));
     assert!(f.ignored.contains(&"steadystate_duration".to_string()));
     assert!(f.ignored.contains(&"ioscheduler".to_string()));
-    // log_avg_msec, write_bw_log, write_lat_log, invalidate (page cache)
-    // and overwrite (the file's layout on ext4) are modelled.
-    assert_eq!(f.ignored.len(), 26);
+    // log_avg_msec, write_bw_log, write_lat_log, invalidate (page cache),
+    // overwrite (the file's layout on ext4) and file_service_type are
+    // modelled.
+    assert_eq!(f.ignored.len(), 25);
     assert!(!f.ignored.contains(&"overwrite".to_string()));
+    assert!(!f.ignored.contains(&"file_service_type".to_string()));
+    assert_eq!(f.jobs[0].file_service.per_turn, 8);
     let mut sorted = f.ignored.clone();
     sorted.sort();
     sorted.dedup();

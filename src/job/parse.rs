@@ -680,6 +680,61 @@ type Zones = Option<[Vec<RandomZone>; 3]>;
 
 /// `random_distribution`: random | zipf[:θ[:c]] | pareto[:h[:c]] |
 /// normal[:σ%[:c]] | zoned:... | zoned_abs:...
+/// `file_service_type=TYPE[:N]` as fio's `str_fst_cb` takes it: N is the
+/// I/Os per turn for random, roundrobin and sequential, and the parameter
+/// of zipf (theta, default 1.1, not 1), pareto (h in 0..1, default 0.2) and
+/// normal/gauss (deviation in 0..100 %, default 0).
+fn file_service(v: &str) -> Result<FileService, String> {
+    let t = v.trim();
+    let (name, postfix) = match t.split_once(':') {
+        Some((a, p)) => (a.trim(), Some(p.trim())),
+        None => (t, None),
+    };
+    let param = |default: f64| postfix.map_or(Ok(default), parse_float);
+    let kind = match name {
+        "roundrobin" => FileServiceKind::RoundRobin,
+        "sequential" => FileServiceKind::Sequential,
+        "random" => FileServiceKind::Random,
+        "zipf" => match param(1.1)? {
+            th if th > 0.0 && th.is_finite() && th != 1.0 => FileServiceKind::Zipf(th),
+            th => {
+                return Err(format!(
+                    "zipf theta {th}: expected a number > 0 other than 1"
+                ))
+            }
+        },
+        "pareto" => match param(0.2)? {
+            h if h > 0.0 && h < 1.0 => FileServiceKind::Pareto(h),
+            h => return Err(format!("pareto h {h}: expected 0 < h < 1")),
+        },
+        "normal" | "gauss" => match param(0.0)? {
+            d if (0.0..100.0).contains(&d) => FileServiceKind::Normal(d),
+            d => {
+                return Err(format!(
+                    "normal deviation {d}: expected 0 <= deviation < 100"
+                ))
+            }
+        },
+        _ => {
+            return Err(format!(
+                "bad value '{name}'; expected one of: random, roundrobin, sequential, \
+                 zipf[:THETA], pareto[:H], normal[:DEV], gauss[:DEV] (with :N I/Os per \
+                 turn for the first three)"
+            ))
+        }
+    };
+    let per_turn = match (kind, postfix) {
+        (FileServiceKind::Zipf(_) | FileServiceKind::Pareto(_) | FileServiceKind::Normal(_), _)
+        | (_, None) => 1,
+        // fio takes atoi(N); 0 would never change file, which is what
+        // sequential does anyway, so only positive counts are taken.
+        (_, Some(n)) => n.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+            format!("'{n}' after '{name}:': expected the number of I/Os per file turn (1 or more)")
+        })?,
+    };
+    Ok(FileService { kind, per_turn })
+}
+
 fn distribution(v: &str, kb_base: u32) -> Result<(RandomDistribution, Zones), String> {
     let t = v.trim();
     for (prefix, absolute) in [("zoned_abs:", true), ("zoned:", false)] {
@@ -867,7 +922,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::Filename
         | Key::Directory
         | Key::FileSize
-        | Key::NrFiles => set_file_option(b, key, def, v),
+        | Key::NrFiles
+        | Key::FileServiceType => set_file_option(b, key, def, v),
         Key::Rate | Key::RateIops | Key::RateProcess | Key::ThinkTime | Key::ThinkTimeBlocks => {
             set_pacing(b, key, def, v)
         }
@@ -1153,6 +1209,7 @@ fn set_file_option(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> 
             }
             s.nrfiles = n;
         }
+        Key::FileServiceType => s.file_service = file_service(val()?)?,
         _ => return not_in_group(def),
     }
     Ok(())
@@ -1366,6 +1423,30 @@ mod tests {
         assert!(cpu_list("3-1").is_err());
         assert!(cpu_list("x").is_err());
         assert!(cpu_list("0-99999").is_err());
+    }
+
+    #[test]
+    fn file_service_types() {
+        let f = |v: &str| file_service(v);
+        let svc = |kind, per_turn| Ok(FileService { kind, per_turn });
+        assert_eq!(f("roundrobin"), svc(FileServiceKind::RoundRobin, 1));
+        assert_eq!(f("random:4"), svc(FileServiceKind::Random, 4));
+        assert_eq!(f("sequential"), svc(FileServiceKind::Sequential, 1));
+        assert_eq!(f("zipf"), svc(FileServiceKind::Zipf(1.1), 1));
+        assert_eq!(f("pareto:0.5"), svc(FileServiceKind::Pareto(0.5), 1));
+        assert_eq!(f("gauss"), svc(FileServiceKind::Normal(0.0), 1));
+        assert_eq!(f("normal:10"), svc(FileServiceKind::Normal(10.0), 1));
+        for bad in [
+            "zipf:1",
+            "pareto:1",
+            "normal:100",
+            "random:0",
+            "random:x",
+            "lru",
+        ] {
+            assert!(f(bad).is_err(), "{bad}");
+        }
+        assert!(f("lru").unwrap_err().contains("roundrobin"));
     }
 
     #[test]

@@ -152,6 +152,38 @@ pub enum RandomDistribution {
     },
 }
 
+/// `file_service_type`: how a job with several files picks the file of its
+/// next I/O (fio's `get_next_file`). `per_turn` I/Os go to a file before the
+/// next pick (the `:N` postfix of random, roundrobin and sequential; 1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FileService {
+    pub kind: FileServiceKind,
+    pub per_turn: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FileServiceKind {
+    /// Each file in turn (fio's default).
+    RoundRobin,
+    /// One file until it is done, then the next.
+    Sequential,
+    /// A uniformly random file.
+    Random,
+    /// Files by popularity: zipf theta, pareto h, normal deviation in % of
+    /// the file count (fio's "non-uniform" types).
+    Zipf(f64),
+    Pareto(f64),
+    Normal(f64),
+}
+
+impl FileServiceKind {
+    /// fio resets a non-uniformly served file whose random map is full
+    /// instead of ending it (`__FIO_FSERVICE_NONUNIFORM` in io_u.c).
+    pub fn non_uniform(self) -> bool {
+        matches!(self, Self::Zipf(_) | Self::Pareto(_) | Self::Normal(_))
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RandomGenerator {
     Tausworthe,
@@ -218,6 +250,7 @@ pub struct JobSpec {
     /// `filesize` range (min, max) in bytes.
     pub filesize: Option<(u64, u64)>,
     pub nrfiles: u32,
+    pub file_service: FileService,
     pub numjobs: u32,
 
     pub iodepth: u32,
@@ -469,6 +502,10 @@ impl JobSpec {
             directory: None,
             filesize: None,
             nrfiles: 1,
+            file_service: FileService {
+                kind: FileServiceKind::RoundRobin,
+                per_turn: 1,
+            },
             numjobs: 1,
             iodepth: 1,
             iodepth_batch_submit: 1,

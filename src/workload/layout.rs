@@ -137,7 +137,12 @@ fn device_files(job: &JobSpec, device_bytes: u64) -> Result<(Vec<Region>, u64), 
     if len == 0 {
         return Err(format!("job '{}': size is 0", job.name));
     }
-    let files = vec![Region { start, len }; nfiles as usize];
+    let region = Region {
+        start,
+        len,
+        more_after: start + len < device_bytes,
+    };
+    let files = vec![region; nfiles as usize];
     Ok((files, len * nfiles))
 }
 
@@ -207,10 +212,7 @@ fn own_files(
         *needed = file_start as u128 + fsize as u128;
         let next = file_start as u128 + fsize.div_ceil(FS_BLOCK) as u128 * FS_BLOCK as u128;
         *cursor = next.min(u64::MAX as u128) as u64;
-        let region = Region {
-            start: file_start.saturating_add(off),
-            len: fsize - off,
-        };
+        let region = Region::whole(file_start.saturating_add(off), fsize - off);
         total += region.len;
         files.push(region);
     }
@@ -242,19 +244,14 @@ mod tests {
         c.offset_increment = SizeSpec::Bytes(GIB);
         c.size = Some(SizeSpec::Percent(10.0));
         let l = layout(&[a, b, c], 100 * GIB).unwrap();
-        assert_eq!(
-            l[0].files,
-            vec![Region {
-                start: 0,
-                len: 100 * GIB
-            }]
-        );
+        assert_eq!(l[0].files, vec![Region::whole(0, 100 * GIB)]);
         assert_eq!(l[0].io_bytes, 100 * GIB);
         assert_eq!(
             l[1].files,
             vec![Region {
                 start: GIB,
-                len: 2 * GIB
+                len: 2 * GIB,
+                more_after: true
             }]
         );
         assert_eq!(l[1].io_bytes, 10 * GIB);
@@ -262,7 +259,8 @@ mod tests {
             l[2].files,
             vec![Region {
                 start: 3 * GIB,
-                len: 10 * GIB
+                len: 10 * GIB,
+                more_after: true
             }]
         );
     }
@@ -278,7 +276,8 @@ mod tests {
             l[0].files[0],
             Region {
                 start: 0,
-                len: GIB / 2
+                len: GIB / 2,
+                more_after: true
             }
         );
         assert_eq!(l[0].io_bytes, GIB);
@@ -319,25 +318,10 @@ mod tests {
         let l = layout(&[a, b, c], 2 * GIB).unwrap();
         assert_eq!(
             l[0].files,
-            vec![
-                Region {
-                    start: 0,
-                    len: GIB / 2
-                },
-                Region {
-                    start: GIB / 2,
-                    len: GIB / 2
-                }
-            ]
+            vec![Region::whole(0, GIB / 2), Region::whole(GIB / 2, GIB / 2)]
         );
         assert_eq!(l[0].io_bytes, GIB);
-        assert_eq!(
-            l[1].files,
-            vec![Region {
-                start: GIB + 4096,
-                len: MIB + 100
-            }]
-        );
+        assert_eq!(l[1].files, vec![Region::whole(GIB + 4096, MIB + 100)]);
         // b's file (offset + size) is rounded up to a whole filesystem block.
         assert_eq!(l[2].files[0].start, GIB + MIB + 8192);
     }
@@ -390,9 +374,9 @@ mod tests {
         let mut c = job("c");
         c.size = Some(SizeSpec::Bytes(GIB));
         let l = layout(&[a, b, c], GIB).unwrap();
-        assert_eq!(l[0].files[0], Region { start: 0, len: GIB });
+        assert_eq!(l[0].files[0], Region::whole(0, GIB));
         assert!(l[1].files.is_empty());
-        assert_eq!(l[2].files[0], Region { start: 0, len: GIB });
+        assert_eq!(l[2].files[0], Region::whole(0, GIB));
     }
 
     #[test]
@@ -413,13 +397,7 @@ mod tests {
         a.size = Some(SizeSpec::Bytes(MIB));
         a.offset = SizeSpec::Bytes(512 * KIB);
         let l = layout(&[a.clone()], GIB).unwrap();
-        assert_eq!(
-            l[0].files,
-            vec![Region {
-                start: 512 * KIB,
-                len: MIB
-            }]
-        );
+        assert_eq!(l[0].files, vec![Region::whole(512 * KIB, MIB)]);
         // nrfiles=2 offset=256k: two 768 KiB files, 512 KiB from 256k in each.
         let mut z = a.clone();
         z.nrfiles = 2;
@@ -429,23 +407,14 @@ mod tests {
         let second = 768 * KIB + 256 * KIB;
         assert_eq!(
             l[0].files,
-            vec![
-                Region {
-                    start: 256 * KIB,
-                    len: half
-                },
-                Region {
-                    start: second,
-                    len: half
-                }
-            ]
+            vec![Region::whole(256 * KIB, half), Region::whole(second, half)]
         );
         // offset=50% on a new file is 0: all of it.
         let mut y = a.clone();
         y.offset = SizeSpec::Percent(50.0);
         assert_eq!(
             layout(&[y], GIB).unwrap()[0].files,
-            vec![Region { start: 0, len: MIB }]
+            vec![Region::whole(0, MIB)]
         );
         // filesize=1m size=512k offset=256k: inside the file.
         let mut f = a;
@@ -453,13 +422,7 @@ mod tests {
         f.size = Some(SizeSpec::Bytes(512 * KIB));
         f.offset = SizeSpec::Bytes(256 * KIB);
         let l = layout(&[f], GIB).unwrap();
-        assert_eq!(
-            l[0].files,
-            vec![Region {
-                start: 256 * KIB,
-                len: 768 * KIB
-            }]
-        );
+        assert_eq!(l[0].files, vec![Region::whole(256 * KIB, 768 * KIB)]);
         assert_eq!(l[0].io_bytes, 512 * KIB);
     }
 }

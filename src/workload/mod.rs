@@ -9,6 +9,7 @@
 
 mod bs;
 mod dist;
+mod fileservice;
 mod layout;
 mod offsets;
 mod permute;
@@ -26,17 +27,37 @@ pub use permute::{LfsrWalker, Mixer, PermWalker};
 pub use rate::RateLimiter;
 
 use crate::job::{Ddir, JobSpec, RwPattern};
+use fileservice::FileChoice;
 use offsets::RandomBlocks;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use zoned::ZonedBlocks;
 
 /// A byte range of the device one of a job's files covers for I/O: the whole
-/// file (or device) minus the part before `offset`.
+/// file (or device) minus the part before `offset`, or `size` of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Region {
+    /// Absolute device offset of the region's first byte.
     pub start: u64,
+    /// Bytes of I/O the region holds (fio's `io_size` of the file).
     pub len: u64,
+    /// Whether the file (or device) goes on past the region's end. fio
+    /// tells the two apart where a stream reaches the region's end: inside a
+    /// longer file the file is done (`get_next_offset`: offset >= io_size),
+    /// at the file's own end a random job takes a random block instead
+    /// (`get_next_seq_offset` fails: last_pos >= real_file_size).
+    pub more_after: bool,
+}
+
+impl Region {
+    /// A region that is all of its file (fio's own files, a whole device).
+    pub fn whole(start: u64, len: u64) -> Region {
+        Region {
+            start,
+            len,
+            more_after: false,
+        }
+    }
 }
 
 /// The files one job does I/O to (usually one).
@@ -96,6 +117,20 @@ struct FileState {
     seq_next: [u64; 3],
     /// End of the last I/O per direction (relative), fio's `last_pos`.
     last_end: [u64; 3],
+    /// See `Region::more_after`.
+    more_after: bool,
+    /// fio's `fio_file_done`: this pass has nothing more for the file.
+    done: bool,
+}
+
+/// The next offset of a stream that continues from its last I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Continue {
+    At(u64),
+    /// The stream is at the file's own end: a random block instead.
+    Random,
+    /// The stream left the region: the file is done for this pass.
+    FileDone,
 }
 
 /// Offsets, sizes and directions for one job.
@@ -103,7 +138,9 @@ pub struct Generator {
     mode: DdirMode,
     random: bool,
     files: Vec<FileState>,
-    next_file: usize,
+    /// Files of this pass not done yet.
+    files_left: usize,
+    file_choice: FileChoice,
     /// Random block pickers, `files × groups`; directions with the same block
     /// alignment and minimum size share one, so e.g. randrw reads and writes
     /// cover the region together once per pass, as with fio's single map.
@@ -137,6 +174,11 @@ pub struct Generator {
     min_counted_bs: u64,
     /// `loops=` passes after the current one.
     passes_left: u64,
+    /// `io_size` given: when every file is done before it, fio starts
+    /// another pass (backend.c `keep_running`); without it the job ends.
+    more_passes_to_io_size: bool,
+    /// The largest block of any direction (fio's `td_max_bs`).
+    max_bs: u64,
     /// Bytes per loop and where the current loop ends: each loop starts
     /// over from the region start with a fresh random map, as fio does.
     loop_bytes: u64,
@@ -273,7 +315,12 @@ impl Generator {
         }
 
         let loops = spec.loops.max(1) as u64;
-        let files = layout
+        let max_bs = placed
+            .iter()
+            .map(|d| bs[d.index()].max())
+            .max()
+            .unwrap_or(1);
+        let files: Vec<FileState> = layout
             .files
             .iter()
             .map(|f| FileState {
@@ -281,6 +328,8 @@ impl Generator {
                 len: f.len,
                 seq_next: [RESTART; 3],
                 last_end: [0; 3],
+                more_after: f.more_after,
+                done: false,
             })
             .collect();
         let rand_run = if random {
@@ -291,8 +340,9 @@ impl Generator {
         Ok(Generator {
             mode,
             random,
+            files_left: files.len(),
+            file_choice: FileChoice::new(spec.file_service, files.len(), stream(5)),
             files,
-            next_file: 0,
             rand,
             groups: keys.len(),
             group_of,
@@ -324,6 +374,8 @@ impl Generator {
                 .unwrap_or(1)
                 .max(1),
             passes_left: loops.saturating_sub(1),
+            more_passes_to_io_size: spec.io_size.is_some(),
+            max_bs,
             loop_bytes: layout.io_bytes,
             loop_end: layout.io_bytes,
             done_bytes: 0,
@@ -373,14 +425,25 @@ impl Generator {
             // Placed and sized as the write, which is what counts towards size.
             DdirMode::TrimWrite => Ddir::Write,
         };
-        // file_service_type=roundrobin, one I/O per file turn (fio's default).
-        let f = self.next_file;
-        self.next_file = if f + 1 == self.files.len() { 0 } else { f + 1 };
-
-        let (rel, len) = if self.random {
-            self.random_offset(f, ddir)
-        } else {
-            self.seq_offset(f, ddir)
+        // fio's set_io_u_file: a file with nothing left is done, and the
+        // next file is asked, until every file is done.
+        let (f, rel, len) = loop {
+            let f = self.file_choice.pick(&self.files);
+            let placed = if self.random {
+                self.random_offset(f, ddir)
+            } else {
+                self.seq_offset(f, ddir)
+            };
+            match placed {
+                Some((rel, len)) => break (f, rel, len),
+                None => {
+                    self.files[f].done = true;
+                    self.files_left -= 1;
+                    if self.files_left == 0 {
+                        return None;
+                    }
+                }
+            }
         };
         let file = &mut self.files[f];
         file.last_end[ddir.index()] = rel + len;
@@ -415,44 +478,59 @@ impl Generator {
         };
     }
 
-    /// A `loops=` pass is done and another is due: fio's `do_io` returns,
-    /// waits for the job's in-flight I/O, runs the end-of-pass sync, and
-    /// `thread_main` calls it again (backend.c). Never for `time_based` jobs,
-    /// which wrap inside one pass.
+    /// A pass is done and another is due: fio's `do_io` returns, waits for
+    /// the job's in-flight I/O, runs the end-of-pass sync, and `thread_main`
+    /// calls it again (backend.c) while `keep_running` says so: for `loops=`,
+    /// or, with `io_size`, when every file was done while at least a largest
+    /// block of it was left. Never for `time_based` jobs, which wrap inside
+    /// one pass.
     #[inline]
     pub fn between_passes(&self) -> bool {
-        !self.time_based && self.pass_done() && self.passes_left > 0
+        !self.time_based
+            && self.pass_done()
+            && (self.passes_left > 0 || self.another_pass_to_io_size())
     }
 
-    /// The pass's bytes are done, or what is left of them is less than a
-    /// block: fio ends the pass when the next block would not fit
-    /// (`io_u_fits` in io_u.c), so `size=16m bs=3000` does 5592 I/Os.
+    fn another_pass_to_io_size(&self) -> bool {
+        self.more_passes_to_io_size
+            && self.files_left == 0
+            && self.loop_end.saturating_sub(self.done_bytes) >= self.max_bs
+    }
+
+    /// Every file is done, or the pass's bytes are, or what is left of them
+    /// is less than a block: fio ends the pass when the next block would not
+    /// fit (`io_u_fits` in io_u.c), so `size=16m bs=3000` does 5592 I/Os.
     #[inline]
     fn pass_done(&self) -> bool {
-        self.done_bytes.saturating_add(self.min_counted_bs) > self.loop_end
+        self.files_left == 0 || self.done_bytes.saturating_add(self.min_counted_bs) > self.loop_end
     }
 
-    /// Start the next `loops=` pass (after `between_passes`).
+    /// Start the next pass (after `between_passes`).
     #[cold]
     pub fn begin_next_pass(&mut self) {
         debug_assert!(self.between_passes());
+        if self.passes_left > 0 {
+            self.passes_left -= 1;
+            self.loop_end = self.done_bytes.saturating_add(self.loop_bytes);
+        }
         self.next_loop();
     }
 
+    /// Every file starts over: fio's `clear_io_state` before a pass.
     #[cold]
     fn next_loop(&mut self) {
         self.wrapped = Wrapped::All;
-        self.passes_left -= 1;
-        self.loop_end = self.done_bytes.saturating_add(self.loop_bytes);
         for f in &mut self.files {
             f.seq_next = [RESTART; 3];
             f.last_end = [0; 3];
+            f.done = false;
         }
+        self.files_left = self.files.len();
         for r in &mut self.rand {
             r.new_pass();
         }
         self.rand_run_left = 0;
-        self.next_file = 0;
+        self.file_choice.restart();
     }
 
     #[inline]
@@ -464,11 +542,20 @@ impl Generator {
     }
 
     /// Sequential: from the file start (or its end, going backwards), adding
-    /// `seq_add` after each I/O, wrapping around at either end.
+    /// `seq_add` after each I/O. A `time_based` job, and one going
+    /// backwards, wraps around at either end; otherwise the file is done
+    /// (None) where fio's `get_next_seq_offset` and `get_next_offset` end it.
     #[inline]
-    fn seq_offset(&mut self, f: usize, ddir: Ddir) -> (u64, u64) {
+    fn seq_offset(&mut self, f: usize, ddir: Ddir) -> Option<(u64, u64)> {
         let i = ddir.index();
         let min = self.min_bs[i];
+        if !self.time_based && self.seq_add >= 0 && self.files[f].seq_next[i] != RESTART {
+            let file = &self.files[f];
+            let pos = self.seq_forward(file, i)?;
+            let len = self.bs[i].pick(&mut self.rng_bs, file.len - pos);
+            self.files[f].seq_next[i] = pos + len;
+            return Some((pos, len));
+        }
         let file = &mut self.files[f];
         let mut pos = file.seq_next[i];
         if pos != RESTART && pos > file.len - min {
@@ -487,41 +574,70 @@ impl Generator {
         file.seq_next[i] = (pos + len)
             .checked_add_signed(self.seq_add)
             .unwrap_or(RESTART);
-        (pos, len)
+        Some((pos, len))
+    }
+
+    /// A forward stream's next offset after its first I/O, or None when the
+    /// file is done (fio 3.33 io_u.c): at the file's own end it is done;
+    /// a hole that would cross the file's end wraps to its start (holes
+    /// inside a longer device region do not: they end it); an offset
+    /// where the smallest block no longer fits the region ends it.
+    #[inline]
+    fn seq_forward(&self, file: &FileState, i: usize) -> Option<u64> {
+        let last = file.last_end[i];
+        if last >= file.len && !file.more_after {
+            return None;
+        }
+        let mut pos = last + self.seq_add as u64;
+        if pos >= file.len && !file.more_after && self.seq_add > 0 {
+            pos = 0;
+        }
+        (pos.saturating_add(self.min_bs[i]) <= file.len).then_some(pos)
     }
 
     /// Random: a block from the file's picker; with `rw=randread:N`, the
-    /// N-1 I/Os after each jump continue sequentially.
+    /// N-1 I/Os after each jump continue sequentially. None: the file is
+    /// done (its random map is used up, or a continuation left the region).
     #[inline]
-    fn random_offset(&mut self, f: usize, ddir: Ddir) -> (u64, u64) {
+    fn random_offset(&mut self, f: usize, ddir: Ddir) -> Option<(u64, u64)> {
         let i = ddir.index();
         let file_len = self.files[f].len;
         // fio continues from the last I/O's end between jumps of
         // `rw=randread:N` (wrapping to the start), and for the sequential
         // share of `percentage_random` (a random block at the end instead).
-        let mut continued = None;
+        let mut continued = Continue::Random;
         if self.rand_run > 1 {
             if self.rand_run_left > 0 {
                 self.rand_run_left -= 1;
-                continued = Some(self.continue_in_file(f, i).unwrap_or(0));
+                continued = self.continue_in_file(f, i);
             } else {
                 self.rand_run_left = self.rand_run - 1;
             }
         }
-        if continued.is_none()
+        if continued == Continue::Random
             && self.random_extras
             && self.percentage_random[i] < 100
             && !self.should_do_random(i)
         {
             continued = self.continue_in_file(f, i);
         }
-        if let Some(pos) = continued {
-            let len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
-            return (pos, len);
+        match continued {
+            Continue::At(pos) => {
+                let len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
+                return Some((pos, len));
+            }
+            Continue::FileDone => return None,
+            Continue::Random => {}
         }
         let picker = f * self.groups + self.group_of[i];
         let block = if self.zoned.is_empty() {
             let picker = &mut self.rand[picker];
+            // A full map: fio's get_next_rand_offset fails, and only a
+            // time_based job or a non-uniform file service resets the
+            // file and goes on.
+            if picker.used_up() && !self.time_based && !self.file_choice.resets_full_files() {
+                return None;
+            }
             let passes = picker.passes();
             let b = picker.next(&mut self.rng_off);
             if picker.passes() != passes {
@@ -541,7 +657,7 @@ impl Generator {
                 len = kept * align;
             }
         }
-        (pos, len)
+        Some((pos, len))
     }
 
     /// fio's `should_do_random`: `rand_between(1, 100) <= perc_rand`.
@@ -552,18 +668,23 @@ impl Generator {
     }
 
     /// Where the last I/O of this direction ended, while a block still fits
-    /// there (`get_next_seq_offset`); at the file's end a time_based job
-    /// wraps to its start, otherwise None.
+    /// there (`get_next_seq_offset`, io_u.c). At the region's end a
+    /// time_based job wraps to its start; otherwise, at the file's own end
+    /// a random block follows, and short of it (the region ends inside a
+    /// longer device, or less than a block is left) the file is done.
     #[inline]
-    fn continue_in_file(&self, f: usize, i: usize) -> Option<u64> {
+    fn continue_in_file(&self, f: usize, i: usize) -> Continue {
         let file = &self.files[f];
         let pos = file.last_end[i];
-        if pos <= file.len - self.min_bs[i] {
-            Some(pos)
+        let fits = pos.saturating_add(self.min_bs[i]) <= file.len;
+        if fits {
+            Continue::At(pos)
         } else if self.time_based {
-            Some(0)
+            Continue::At(0)
+        } else if pos >= file.len && !file.more_after {
+            Continue::Random
         } else {
-            None
+            Continue::FileDone
         }
     }
 

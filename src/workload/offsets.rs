@@ -60,6 +60,9 @@ pub struct RandomBlocks {
     /// fio's random map, kept only where it changes the I/O: the
     /// permutation walk with sizes that vary (see `usedmap.rs`).
     used: Option<UsedMap>,
+    /// Blocks drawn this pass, which tells when a walk without `used` has
+    /// given every block once.
+    drawn: u64,
 }
 
 impl RandomBlocks {
@@ -98,7 +101,12 @@ impl RandomBlocks {
             }
         };
         let used = (varied && matches!(src, Source::Perm(_))).then(|| UsedMap::new(n));
-        Ok(RandomBlocks { n, src, used })
+        Ok(RandomBlocks {
+            n,
+            src,
+            used,
+            drawn: 0,
+        })
     }
 
     /// Forget which blocks this pass has hit (a new loop).
@@ -110,6 +118,17 @@ impl RandomBlocks {
         }
         if let Some(m) = &mut self.used {
             m.clear();
+        }
+        self.drawn = 0;
+    }
+
+    /// The random map has no free block left this pass: fio's
+    /// `get_next_rand_offset` would fail. Never without a map.
+    pub fn used_up(&self) -> bool {
+        match (&self.src, &self.used) {
+            (_, Some(m)) => m.is_full(),
+            (Source::Perm(_) | Source::Lfsr(_), None) => self.drawn >= self.n,
+            _ => false,
         }
     }
 
@@ -159,6 +178,7 @@ impl RandomBlocks {
 
     #[inline(always)]
     fn draw(&mut self, rng: &mut impl RngCore) -> u64 {
+        self.drawn += 1;
         match &mut self.src {
             Source::Perm(w) => w.next(rng),
             Source::Lfsr(w) => w.next(rng),

@@ -2,7 +2,7 @@
 //! tests that no I/O ever leaves its region.
 
 use super::*;
-use crate::job::{BlockSizes, RandomDistribution, RandomGenerator, SizeSpec};
+use crate::job::{BlockSizes, FileService, RandomDistribution, RandomGenerator, SizeSpec};
 use proptest::prelude::*;
 
 const KIB: u64 = 1024;
@@ -16,7 +16,7 @@ fn spec(rw: RwPattern) -> JobSpec {
 
 fn one_file(start: u64, len: u64) -> JobLayout {
     JobLayout {
-        files: vec![Region { start, len }],
+        files: vec![Region::whole(start, len)],
         io_bytes: len,
     }
 }
@@ -33,10 +33,23 @@ fn drain(g: &mut Generator, max: usize) -> Vec<IoUnit> {
     v
 }
 
+/// As the fio task asks: the next I/O, and when there is none, the next
+/// pass if one is due.
 fn next_of_job(g: &mut Generator) -> Option<IoUnit> {
-    if g.between_passes() {
-        g.begin_next_pass();
+    next_of_job_noting(g, &mut false)
+}
+
+/// `next_of_job`, setting `files_done` when a pass ended with every file
+/// done before its bytes were.
+fn next_of_job_noting(g: &mut Generator, files_done: &mut bool) -> Option<IoUnit> {
+    if let Some(io) = g.next_io() {
+        return Some(io);
     }
+    *files_done |= g.files_left == 0;
+    if !g.between_passes() {
+        return None;
+    }
+    g.begin_next_pass();
     g.next_io()
 }
 
@@ -70,8 +83,9 @@ fn sequential_wraps_with_loops_and_io_size() {
     let mut g = Generator::new(&s, &l, 1).unwrap();
     let offs: Vec<u64> = drain(&mut g, 100).iter().map(|io| io.offset).collect();
     assert_eq!(offs, vec![0, 4096, 0, 4096, 0, 4096]);
-    // io_size beyond the region wraps.
+    // io_size beyond the region: a pass per region, until io_size is done.
     s.loops = 1;
+    s.io_size = Some(SizeSpec::Bytes(100 * KIB));
     l.io_bytes = 100 * KIB;
     let mut g = Generator::new(&s, &l, 1).unwrap();
     let ios = drain(&mut g, usize::MAX);
@@ -506,16 +520,7 @@ fn time_based_never_ends() {
 fn multiple_files_round_robin() {
     let s = spec(RwPattern::Read);
     let l = JobLayout {
-        files: vec![
-            Region {
-                start: 0,
-                len: 8192,
-            },
-            Region {
-                start: 1 << 20,
-                len: 8192,
-            },
-        ],
+        files: vec![Region::whole(0, 8192), Region::whole(1 << 20, 8192)],
         io_bytes: 16384,
     };
     let mut g = Generator::new(&s, &l, 1).unwrap();
@@ -616,7 +621,7 @@ proptest! {
         let start = start / 512 * 512;
         let len = len_blocks * 4096 + extra;
         let files: Vec<Region> = (0..nfiles as u64)
-            .map(|k| Region { start: start + k * len, len })
+            .map(|k| Region::whole(start + k * len, len))
             .collect();
         let layout = JobLayout { files: files.clone(), io_bytes: len * nfiles as u64 * io_quarters / 4 };
         let mut g = match Generator::new(&s, &layout, seed) {
@@ -628,7 +633,8 @@ proptest! {
         // Every I/O is at least 512 bytes; trimwrite issues two per block.
         let limit = 2 * layout.io_bytes * loops as u64 / 512 + 2 * loops as u64;
         let mut n = 0;
-        while let Some(io) = next_of_job(&mut g) {
+        let mut files_done = false;
+        while let Some(io) = next_of_job_noting(&mut g, &mut files_done) {
             n += 1;
             prop_assert!(n <= limit, "budget never ran out");
             prop_assert!(ddirs.contains(&io.ddir));
@@ -653,7 +659,8 @@ proptest! {
             }
         }
         // Each pass stops when its next block would not fit: it falls
-        // short of its bytes by less than the smallest block that counts.
+        // short of its bytes by less than the smallest block that counts,
+        // unless every file was done first (fio's set_io_u_file).
         let counted: &[Ddir] = if matches!(rw, RwPattern::TrimWrite | RwPattern::RandTrimWrite) {
             &[Ddir::Write]
         } else {
@@ -664,7 +671,9 @@ proptest! {
             .map(|d| BsChooser::new(&s.bs[d.index()], unaligned).unwrap().min())
             .min()
             .unwrap();
-        prop_assert!(g.bytes_done() + min_counted * loops as u64 > layout.io_bytes * loops as u64);
+        prop_assert!(
+            files_done || g.bytes_done() + min_counted * loops as u64 > layout.io_bytes * loops as u64
+        );
     }
 
     #[test]
@@ -1005,4 +1014,125 @@ fn a_pass_ends_when_the_next_block_would_not_fit() {
     s.loops = 3;
     let mut g = Generator::new(&s, &one_file(0, 1 << 20), 1).unwrap();
     assert_eq!(drain(&mut g, usize::MAX).len(), 3 * 262);
+}
+
+fn device_part(start: u64, len: u64) -> JobLayout {
+    JobLayout {
+        files: vec![Region {
+            start,
+            len,
+            more_after: true,
+        }],
+        io_bytes: len,
+    }
+}
+
+#[test]
+fn holes_end_a_device_region_and_wrap_in_a_file() {
+    // fio 3.33 on a 1 GiB loop device: rw=write:64k bs=64k size=64m did
+    // 512 writes (32 MiB); the offset left the region, which ended the job.
+    let mut s = spec(RwPattern::Write);
+    s.rw_modifier = Some(64 * KIB as i64);
+    s.bs[Ddir::Write.index()] = BlockSizes::Fixed(64 * KIB);
+    let mut g = Generator::new(&s, &device_part(0, 64 << 20), 1).unwrap();
+    assert_eq!(drain(&mut g, usize::MAX).len(), 512);
+    // In a file of its own the hole crossing the file's end wraps to its
+    // start (get_next_seq_offset), and the bytes end the job.
+    let mut g = Generator::new(&s, &one_file(0, 64 << 20), 1).unwrap();
+    assert_eq!(drain(&mut g, usize::MAX).len(), 1024);
+}
+
+#[test]
+fn a_continuation_leaving_the_region_ends_the_file() {
+    // rw=randread:2 on 4 blocks inside a longer device: a jump to the last
+    // block is followed by an offset past the region, so the file is done
+    // before its bytes; in a file of its own a random block follows.
+    let mut s = spec(RwPattern::RandRead);
+    s.rw_modifier = Some(2);
+    let mut short = 0;
+    for seed in 0..40 {
+        let mut g = Generator::new(&s, &device_part(0, 16 * KIB), seed).unwrap();
+        let ios = drain(&mut g, 100);
+        assert!(ios.len() <= 4);
+        short += usize::from(ios.len() < 4);
+        let mut g = Generator::new(&s, &one_file(0, 16 * KIB), seed).unwrap();
+        assert_eq!(drain(&mut g, 100).len(), 4);
+    }
+    assert!((5..=35).contains(&short), "{short} of 40 ended early");
+}
+
+#[test]
+fn uneven_files_are_done_when_their_maps_are_full() {
+    // fio 3.33 here: nrfiles=3 size=8m bs=4k randread makes three files of
+    // 2796202 bytes, 682 whole blocks each, and does 2046 reads: each file
+    // is done when its random map is full, although 4094 bytes of the
+    // size are left.
+    let s = spec(RwPattern::RandRead);
+    let len = (8u64 << 20) / 3;
+    let l = JobLayout {
+        files: (0..3).map(|k| Region::whole(k * len, len)).collect(),
+        io_bytes: 3 * len,
+    };
+    let mut g = Generator::new(&s, &l, 1).unwrap();
+    assert_eq!(drain(&mut g, usize::MAX).len(), 2046);
+}
+
+#[test]
+fn files_smaller_than_size_end_the_job_unless_io_size_asks_for_more() {
+    // filesize= files hold less than size=: each file is done at its end
+    // and the job with it (fio: 287 writes of 64k for three files of
+    // 4m-12m with size=40m). With io_size= fio starts another pass.
+    let mut s = spec(RwPattern::Write);
+    let l = JobLayout {
+        files: vec![Region::whole(0, 64 * KIB), Region::whole(MIB, 32 * KIB)],
+        io_bytes: 400 * KIB,
+    };
+    let mut g = Generator::new(&s, &l, 1).unwrap();
+    assert_eq!(drain(&mut g, usize::MAX).len(), 24);
+    s.io_size = Some(SizeSpec::Bytes(400 * KIB));
+    let mut g = Generator::new(&s, &l, 1).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    assert_eq!(ios.len(), 100);
+    assert_eq!(ios[24].offset, 0, "a new pass starts at the first file");
+}
+
+const MIB: u64 = 1 << 20;
+
+fn two_files(service: FileService) -> Vec<u64> {
+    let mut s = spec(RwPattern::Read);
+    s.file_service = service;
+    let l = JobLayout {
+        files: vec![Region::whole(0, 16 * KIB), Region::whole(MIB, 16 * KIB)],
+        io_bytes: 32 * KIB,
+    };
+    let mut g = Generator::new(&s, &l, 3).unwrap();
+    drain(&mut g, usize::MAX)
+        .iter()
+        .map(|io| io.offset / MIB)
+        .collect()
+}
+
+#[test]
+fn file_service_types_pick_files_as_fio_does() {
+    use crate::job::FileServiceKind as K;
+    let svc = |kind, per_turn| FileService { kind, per_turn };
+    assert_eq!(two_files(svc(K::RoundRobin, 1)), [0, 1, 0, 1, 0, 1, 0, 1]);
+    assert_eq!(two_files(svc(K::RoundRobin, 3)), [0, 0, 0, 1, 1, 1, 0, 1]);
+    assert_eq!(two_files(svc(K::Sequential, 1)), [0, 0, 0, 0, 1, 1, 1, 1]);
+    let random = two_files(svc(K::Random, 1));
+    assert_eq!(random.iter().filter(|&&f| f == 0).count(), 4);
+    assert_ne!(random, [0, 1, 0, 1, 0, 1, 0, 1]);
+    // A popular first file is served far more often while it lasts.
+    let mut s = spec(RwPattern::RandRead);
+    s.file_service = svc(K::Zipf(2.0), 1);
+    s.time_based = true;
+    let l = JobLayout {
+        files: (0..8).map(|k| Region::whole(k * MIB, MIB)).collect(),
+        io_bytes: 8 * MIB,
+    };
+    let mut g = Generator::new(&s, &l, 3).unwrap();
+    let first = (0..1000)
+        .filter(|_| next_of_job(&mut g).unwrap().offset < MIB)
+        .count();
+    assert!(first > 500, "{first} of 1000 to the hottest of 8 files");
 }
