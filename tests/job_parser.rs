@@ -465,3 +465,38 @@ proptest! {
         prop_assert_eq!(format!("{a:?}"), format!("{b:?}"));
     }
 }
+
+fn parse_error(text: &str) -> String {
+    parse_str(text, "zones.fio", Path::new("."), &Inputs::plain())
+        .expect_err("refused")
+        .to_string()
+}
+
+#[test]
+fn strided_zones_as_fio_3_33_checks_them() {
+    let f = parse("[j]\nrw=read\nzonemode=strided\nzonesize=1m\nzoneskip=3m\n");
+    assert_eq!(
+        f.jobs[0].strided_zones,
+        Some(StridedZones {
+            size: 1 << 20,
+            range: 1 << 20,
+            skip: 3 << 20
+        })
+    );
+    assert!(f.ignored.is_empty(), "{:?}", f.ignored);
+    // fio: "--zonemode=none and --zonesize are not compatible".
+    let e = parse_error("[j]\nrw=read\nzonesize=1m\n");
+    assert!(
+        e.contains("zones.fio:3") && e.contains("zonemode=strided"),
+        "{e}"
+    );
+    let e = parse_error("[j]\nrw=read\nzonemode=strided\n");
+    assert!(
+        e.contains("zones.fio:3") && e.contains("needs zonesize"),
+        "{e}"
+    );
+    let e = parse_error("[j]\nzonemode=zbd\n");
+    assert!(e.contains("not modelled"), "{e}");
+    // zonerange and zoneskip alone are unused, as in fio.
+    assert_eq!(parse("[j]\nzoneskip=1m\n").jobs[0].strided_zones, None);
+}

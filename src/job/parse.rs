@@ -57,6 +57,49 @@ struct Builder {
     iodepth_at: Option<RawOpt>,
     /// Where `end_syncfs` was turned on (fio checks the engine for it).
     end_syncfs_at: Option<RawOpt>,
+    zones: ZoneOpts,
+}
+
+/// `zonemode` and its sizes as given, checked together when the job ends
+/// (fio's `fixup_options`), with where they were set for the message.
+#[derive(Clone, Debug, Default)]
+struct ZoneOpts {
+    strided: bool,
+    size: u64,
+    range: u64,
+    skip: u64,
+    mode_at: Option<RawOpt>,
+    size_at: Option<RawOpt>,
+}
+
+impl ZoneOpts {
+    /// fio 3.33 init.c: zonesize with zonemode=none (the default) and
+    /// zonemode=strided without zonesize are errors; zonerange defaults to
+    /// zonesize.
+    fn strided(&self) -> Result<Option<StridedZones>, JobError> {
+        let at = |o: &Option<RawOpt>, msg: &str| match o {
+            Some(o) => error(&o.file, o.line, Some(&o.key), with_arg(msg.to_string(), o)),
+            None => error("", 0, None, msg),
+        };
+        match (self.strided, self.size) {
+            (false, 0) => Ok(None),
+            (false, _) => Err(at(
+                &self.size_at,
+                "zonesize needs zonemode=strided (fio 3.33 refuses zonesize with \
+                 zonemode=none, its default: --zonemode=none and --zonesize are not compatible)",
+            )),
+            (true, 0) => Err(at(
+                &self.mode_at,
+                "zonemode=strided needs zonesize (fio: --zonesize must be specified when \
+                 using --zonemode=strided)",
+            )),
+            (true, size) => Ok(Some(StridedZones {
+                size,
+                range: if self.range == 0 { size } else { self.range },
+                skip: self.skip,
+            })),
+        }
+    }
 }
 
 impl Builder {
@@ -75,6 +118,7 @@ impl Builder {
             iopsavgtime_set: false,
             iodepth_at: None,
             end_syncfs_at: None,
+            zones: ZoneOpts::default(),
         }
     }
 
@@ -165,7 +209,9 @@ impl<'e> Parser<'e> {
         let new_group = b.new_group;
         let iodepth_at = b.iodepth_at.take();
         let end_syncfs_at = b.end_syncfs_at.take();
+        let zones = std::mem::take(&mut b.zones);
         let mut spec = b.finish();
+        spec.strided_zones = zones.strided()?;
         if let (Some((max, why)), Some(at)) = (
             iodepth_limit(&spec.ioengine.name, spec.ioengine.kind),
             &iodepth_at,
@@ -323,6 +369,12 @@ impl<'e> Parser<'e> {
         }
         if key == Key::EndSyncfs {
             b.end_syncfs_at = b.spec.end_syncfs.then(|| o.clone());
+        }
+        if key == Key::ZoneMode {
+            b.zones.mode_at = Some(o.clone());
+        }
+        if key == Key::ZoneSize {
+            b.zones.size_at = Some(o.clone());
         }
         Ok(())
     }
@@ -924,6 +976,7 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::FileSize
         | Key::NrFiles
         | Key::FileServiceType => set_file_option(b, key, def, v),
+        Key::ZoneMode | Key::ZoneSize | Key::ZoneRange | Key::ZoneSkip => set_zone(b, key, def, v),
         Key::Rate | Key::RateIops | Key::RateProcess | Key::ThinkTime | Key::ThinkTimeBlocks => {
             set_pacing(b, key, def, v)
         }
@@ -1210,6 +1263,40 @@ fn set_file_option(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> 
             s.nrfiles = n;
         }
         Key::FileServiceType => s.file_service = file_service(val()?)?,
+        _ => return not_in_group(def),
+    }
+    Ok(())
+}
+
+/// `zonemode` and the strided zones' sizes (checked together in
+/// `ZoneOpts::strided`).
+fn set_zone(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), String> {
+    let kb = b.spec.kb_base;
+    let v = required(def, v)?;
+    let bytes = || match size_or_percent(v, kb)? {
+        SizeSpec::Bytes(n) => Ok(n),
+        SizeSpec::Percent(_) => Err("expected a size like 1m (not a percentage)".to_string()),
+    };
+    let z = &mut b.zones;
+    match key {
+        Key::ZoneMode => {
+            z.strided = match v.trim() {
+                "none" => false,
+                "strided" => true,
+                "zbd" => return Err(
+                    "zonemode=zbd (zoned block devices) is not modelled; expected none or strided"
+                        .into(),
+                ),
+                t => {
+                    return Err(format!(
+                        "bad value '{t}'; expected one of: none, strided, zbd"
+                    ))
+                }
+            }
+        }
+        Key::ZoneSize => z.size = bytes()?,
+        Key::ZoneRange => z.range = bytes()?,
+        Key::ZoneSkip => z.skip = bytes()?,
         _ => return not_in_group(def),
     }
     Ok(())

@@ -152,6 +152,16 @@ pub enum RandomDistribution {
     },
 }
 
+/// `zonemode=strided`: I/O in zones of `range` bytes, `size` bytes of I/O
+/// in each, the next zone `range + skip` further on (fio's zonesize,
+/// zonerange, zoneskip).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StridedZones {
+    pub size: u64,
+    pub range: u64,
+    pub skip: u64,
+}
+
 /// `file_service_type`: how a job with several files picks the file of its
 /// next I/O (fio's `get_next_file`). `per_turn` I/Os go to a file before the
 /// next pick (the `:N` postfix of random, roundrobin and sequential; 1).
@@ -251,6 +261,8 @@ pub struct JobSpec {
     pub filesize: Option<(u64, u64)>,
     pub nrfiles: u32,
     pub file_service: FileService,
+    /// `zonemode=strided` with its sizes; None without zones.
+    pub strided_zones: Option<StridedZones>,
     pub numjobs: u32,
 
     pub iodepth: u32,
@@ -506,6 +518,7 @@ impl JobSpec {
                 kind: FileServiceKind::RoundRobin,
                 per_turn: 1,
             },
+            strided_zones: None,
             numjobs: 1,
             iodepth: 1,
             iodepth_batch_submit: 1,

@@ -140,7 +140,7 @@ fn device_files(job: &JobSpec, device_bytes: u64) -> Result<(Vec<Region>, u64), 
     let region = Region {
         start,
         len,
-        more_after: start + len < device_bytes,
+        after: device_bytes - (start + len),
     };
     let files = vec![region; nfiles as usize];
     Ok((files, len * nfiles))
@@ -251,7 +251,7 @@ mod tests {
             vec![Region {
                 start: GIB,
                 len: 2 * GIB,
-                more_after: true
+                after: 97 * GIB
             }]
         );
         assert_eq!(l[1].io_bytes, 10 * GIB);
@@ -260,7 +260,7 @@ mod tests {
             vec![Region {
                 start: 3 * GIB,
                 len: 10 * GIB,
-                more_after: true
+                after: 87 * GIB
             }]
         );
     }
@@ -277,7 +277,7 @@ mod tests {
             Region {
                 start: 0,
                 len: GIB / 2,
-                more_after: true
+                after: 10 * GIB - GIB / 2
             }
         );
         assert_eq!(l[0].io_bytes, GIB);

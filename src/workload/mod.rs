@@ -14,6 +14,7 @@ mod layout;
 mod offsets;
 mod permute;
 mod rate;
+mod strided;
 mod usedmap;
 mod zoned;
 
@@ -31,6 +32,7 @@ use fileservice::FileChoice;
 use offsets::RandomBlocks;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use strided::Strided;
 use zoned::ZonedBlocks;
 
 /// A byte range of the device one of a job's files covers for I/O: the whole
@@ -41,12 +43,13 @@ pub struct Region {
     pub start: u64,
     /// Bytes of I/O the region holds (fio's `io_size` of the file).
     pub len: u64,
-    /// Whether the file (or device) goes on past the region's end. fio
-    /// tells the two apart where a stream reaches the region's end: inside a
-    /// longer file the file is done (`get_next_offset`: offset >= io_size),
-    /// at the file's own end a random job takes a random block instead
-    /// (`get_next_seq_offset` fails: last_pos >= real_file_size).
-    pub more_after: bool,
+    /// Bytes of the file (or device) past the region's end. fio tells a
+    /// region that ends inside a longer file from one at the file's end
+    /// where a stream reaches the region's end: inside, the file is done
+    /// (`get_next_offset`: offset >= io_size); at the file's own end a
+    /// random job takes a random block instead (`get_next_seq_offset`
+    /// fails: last_pos >= real_file_size). Strided zones go on into it.
+    pub after: u64,
 }
 
 impl Region {
@@ -55,7 +58,7 @@ impl Region {
         Region {
             start,
             len,
-            more_after: false,
+            after: 0,
         }
     }
 }
@@ -117,7 +120,7 @@ struct FileState {
     seq_next: [u64; 3],
     /// End of the last I/O per direction (relative), fio's `last_pos`.
     last_end: [u64; 3],
-    /// See `Region::more_after`.
+    /// The file goes on past the region (`Region::after` > 0).
     more_after: bool,
     /// fio's `fio_file_done`: this pass has nothing more for the file.
     done: bool,
@@ -138,6 +141,8 @@ pub struct Generator {
     mode: DdirMode,
     random: bool,
     files: Vec<FileState>,
+    /// `zonemode=strided` (a job with one file; fio turns it off for more).
+    strided: Option<Strided>,
     /// Files of this pass not done yet.
     files_left: usize,
     file_choice: FileChoice,
@@ -270,12 +275,32 @@ impl Generator {
                         .any(|d| group_of[d.index()] == g && bs[d.index()].max() > min)
             })
             .collect();
+        let strided = match (spec.strided_zones, layout.files.as_slice()) {
+            (Some(z), [f]) => {
+                let largest = placed
+                    .iter()
+                    .map(|d| min_bs[d.index()].max(align[d.index()]));
+                if z.range < largest.max().unwrap_or(1) {
+                    return Err(format!(
+                        "zonerange ({} bytes) is smaller than the block size",
+                        z.range
+                    ));
+                }
+                Some(Strided::new(z, f.len + f.after))
+            }
+            _ => None,
+        };
         let mut rand = Vec::new();
         if random {
             for f in &layout.files {
+                // A strided job's random blocks are those of one zone range
+                // (fio's last_block with zone_range).
+                let span = strided
+                    .as_ref()
+                    .map_or(f.len, |z| z.range().min(f.len + f.after));
                 for (g, &(ba, min)) in keys.iter().enumerate() {
                     // fio's last_block(): the last start that leaves room for min bs.
-                    let usable = f.len - min.saturating_sub(ba);
+                    let usable = span - min.saturating_sub(ba);
                     let n = (usable / ba).min((1 << 62) - 1);
                     rand.push(RandomBlocks::new(n, spec, varied[g], &mut rng_off)?);
                 }
@@ -328,7 +353,7 @@ impl Generator {
                 len: f.len,
                 seq_next: [RESTART; 3],
                 last_end: [0; 3],
-                more_after: f.more_after,
+                more_after: f.after > 0,
                 done: false,
             })
             .collect();
@@ -340,6 +365,7 @@ impl Generator {
         Ok(Generator {
             mode,
             random,
+            strided,
             files_left: files.len(),
             file_choice: FileChoice::new(spec.file_service, files.len(), stream(5)),
             files,
@@ -427,23 +453,11 @@ impl Generator {
         };
         // fio's set_io_u_file: a file with nothing left is done, and the
         // next file is asked, until every file is done.
-        let (f, rel, len) = loop {
-            let f = self.file_choice.pick(&self.files);
-            let placed = if self.random {
-                self.random_offset(f, ddir)
-            } else {
-                self.seq_offset(f, ddir)
-            };
-            match placed {
-                Some((rel, len)) => break (f, rel, len),
-                None => {
-                    self.files[f].done = true;
-                    self.files_left -= 1;
-                    if self.files_left == 0 {
-                        return None;
-                    }
-                }
-            }
+        let (f, rel, len) = if self.strided.is_some() {
+            let (rel, len) = self.strided_offset(ddir);
+            (0, rel, len)
+        } else {
+            self.place_in_files(ddir)?
         };
         let file = &mut self.files[f];
         file.last_end[ddir.index()] = rel + len;
@@ -459,6 +473,72 @@ impl Generator {
         }
         self.account(io);
         Some(io)
+    }
+
+    /// The file, offset (in the file's region) and length of the next I/O:
+    /// fio's `set_io_u_file`, where a file with nothing left is done and the
+    /// next one is asked. None: every file is done.
+    #[inline]
+    fn place_in_files(&mut self, ddir: Ddir) -> Option<(usize, u64, u64)> {
+        loop {
+            let f = self.file_choice.pick(&self.files);
+            let placed = if self.random {
+                self.random_offset(f, ddir)
+            } else {
+                self.seq_offset(f, ddir)
+            };
+            if let Some((rel, len)) = placed {
+                return Some((f, rel, len));
+            }
+            self.files[f].done = true;
+            self.files_left -= 1;
+            if self.files_left == 0 {
+                return None;
+            }
+        }
+    }
+
+    /// A strided job's next I/O (strided.rs): a random block of the current
+    /// zone's range, or where the direction's stream left off in it. The
+    /// zones go on past the region into the rest of the file, so the
+    /// length may reach the file's end. `rw=randread:N` runs and
+    /// `percentage_random` do not apply inside zones.
+    #[cold]
+    #[inline(never)]
+    fn strided_offset(&mut self, ddir: Ddir) -> (u64, u64) {
+        let i = ddir.index();
+        let Some(z) = self.strided.as_mut() else {
+            unreachable!("strided_offset without zones")
+        };
+        let step = z.before_io(self.files[0].last_end[i]);
+        let (zone, room) = (z.start(), z.file_room());
+        if step.reset_map {
+            // fio_file_reset: every stream and the random map start over.
+            self.files[0].last_end = [zone; 3];
+            for r in &mut self.rand {
+                r.new_pass();
+            }
+        } else if step.restart_streams {
+            self.files[0].last_end[i] = zone;
+        }
+        let mut pos = if self.random {
+            let picker = &mut self.rand[self.group_of[i]];
+            if picker.used_up() {
+                picker.new_pass();
+            }
+            zone + picker.next(&mut self.rng_off) * self.align[i]
+        } else {
+            self.files[0].last_end[i]
+        };
+        if pos.saturating_add(self.min_bs[i]) > room {
+            // A last zone shorter than a block: back to the first zone.
+            pos = 0;
+        }
+        let len = self.bs[i].pick(&mut self.rng_bs, room - pos);
+        if let Some(z) = self.strided.as_mut() {
+            z.after_io(len);
+        }
+        (pos, len)
     }
 
     /// Files that began a new pass since the last call: fio then drops
@@ -531,6 +611,9 @@ impl Generator {
         }
         self.rand_run_left = 0;
         self.file_choice.restart();
+        if let Some(z) = self.strided.as_mut() {
+            z.restart();
+        }
     }
 
     #[inline]

@@ -2,7 +2,9 @@
 //! tests that no I/O ever leaves its region.
 
 use super::*;
-use crate::job::{BlockSizes, FileService, RandomDistribution, RandomGenerator, SizeSpec};
+use crate::job::{
+    BlockSizes, FileService, RandomDistribution, RandomGenerator, SizeSpec, StridedZones,
+};
 use proptest::prelude::*;
 
 const KIB: u64 = 1024;
@@ -1021,7 +1023,7 @@ fn device_part(start: u64, len: u64) -> JobLayout {
         files: vec![Region {
             start,
             len,
-            more_after: true,
+            after: 1 << 30,
         }],
         io_bytes: len,
     }
@@ -1135,4 +1137,93 @@ fn file_service_types_pick_files_as_fio_does() {
         .filter(|_| next_of_job(&mut g).unwrap().offset < MIB)
         .count();
     assert!(first > 500, "{first} of 1000 to the hottest of 8 files");
+}
+
+/// The MiB-sized pieces of the device a strided job's I/O touched, and its
+/// I/O count, for a job on a 1 GiB device at `offset` of `size` bytes.
+fn strided_run(
+    rw: RwPattern,
+    bs: u64,
+    zones: StridedZones,
+    offset: u64,
+    size: u64,
+) -> (usize, Vec<u64>) {
+    let mut s = spec(rw);
+    s.bs = [
+        BlockSizes::Fixed(bs),
+        BlockSizes::Fixed(bs),
+        BlockSizes::Fixed(bs),
+    ];
+    s.strided_zones = Some(zones);
+    let l = JobLayout {
+        files: vec![Region {
+            start: offset,
+            len: size,
+            after: (1 << 30) - offset - size,
+        }],
+        io_bytes: size,
+    };
+    let mut g = Generator::new(&s, &l, 1).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    let mut mibs: Vec<u64> = ios.iter().map(|io| io.offset / MIB).collect();
+    mibs.sort_unstable();
+    mibs.dedup();
+    (ios.len(), mibs)
+}
+
+#[test]
+fn strided_zones_touch_what_fio_touched() {
+    // fio 3.33 on a 1 GiB loop device, offsets from write_iolog.
+    let z = |size, range, skip| StridedZones { size, range, skip };
+    let every = |from: u64, step: u64, n: u64| (0..n).map(|k| from + k * step).collect::<Vec<_>>();
+    // zonesize=1m zoneskip=3m size=64m: 64 zones of 1 MiB, 4 MiB apart,
+    // past size= (which bounds the bytes only).
+    let (n, mibs) = strided_run(RwPattern::Read, 64 * KIB, z(MIB, MIB, 3 * MIB), 0, 64 * MIB);
+    assert_eq!((n, mibs), (1024, every(0, 4, 64)));
+    let (n, mibs) = strided_run(
+        RwPattern::RandRead,
+        4 * KIB,
+        z(MIB, MIB, 3 * MIB),
+        0,
+        64 * MIB,
+    );
+    assert_eq!((n, mibs), (16384, every(0, 4, 64)));
+    // zonesize=2m zonerange=1m zoneskip=1m size=16m: each 1 MiB range read
+    // twice, 8 zones 2 MiB apart.
+    let (n, mibs) = strided_run(RwPattern::Read, 64 * KIB, z(2 * MIB, MIB, MIB), 0, 16 * MIB);
+    assert_eq!((n, mibs), (256, every(0, 2, 8)));
+    // zonesize=256k zonerange=1m size=8m randread: 32 zones of 1 MiB.
+    let (n, mibs) = strided_run(
+        RwPattern::RandRead,
+        4 * KIB,
+        z(256 * KIB, MIB, 0),
+        0,
+        8 * MIB,
+    );
+    assert_eq!((n, mibs), (2048, every(0, 1, 32)));
+    // offset=100m size=10m zonesize=1m zoneskip=1m: from 100 MiB.
+    let (n, mibs) = strided_run(
+        RwPattern::Read,
+        64 * KIB,
+        z(MIB, MIB, MIB),
+        100 * MIB,
+        10 * MIB,
+    );
+    assert_eq!((n, mibs), (160, every(100, 2, 10)));
+}
+
+#[test]
+fn strided_zones_wrap_at_the_end_of_the_file() {
+    // A 4 MiB file, zones of 1 MiB every 3 MiB, 4 MiB of reads: zones at
+    // 0 and 3 MiB, then 0 and 3 again.
+    let mut s = spec(RwPattern::Read);
+    s.strided_zones = Some(StridedZones {
+        size: MIB,
+        range: MIB,
+        skip: 2 * MIB,
+    });
+    let mut g = Generator::new(&s, &one_file(0, 4 * MIB), 1).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    let starts: Vec<u64> = ios.iter().step_by(256).map(|io| io.offset / MIB).collect();
+    assert_eq!(starts, [0, 3, 0, 3]);
 }
