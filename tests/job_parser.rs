@@ -336,10 +336,11 @@ fn example_with_many_unmodelled_options() {
     assert!(f.ignored.contains(&"steadystate".to_string()));
     assert!(f.ignored.contains(&"steadystate_duration".to_string()));
     assert!(f.ignored.contains(&"ioscheduler".to_string()));
+    assert!(f.jobs[0].verify, "verify=crc32c is modelled");
     // log_avg_msec, write_bw_log, write_lat_log, invalidate (page cache),
     // overwrite (the file's layout on ext4) and file_service_type are
     // modelled.
-    assert_eq!(f.ignored.len(), 25);
+    assert_eq!(f.ignored.len(), 24);
     assert!(!f.ignored.contains(&"overwrite".to_string()));
     assert!(!f.ignored.contains(&"file_service_type".to_string()));
     assert_eq!(f.jobs[0].file_service.per_turn, 8);
@@ -499,4 +500,19 @@ fn strided_zones_as_fio_3_33_checks_them() {
     assert!(e.contains("not modelled"), "{e}");
     // zonerange and zoneskip alone are unused, as in fio.
     assert_eq!(parse("[j]\nzoneskip=1m\n").jobs[0].strided_zones, None);
+}
+
+#[test]
+fn verify_as_fio_3_33_takes_it() {
+    let on = |text: &str| parse(text).jobs[0].verify;
+    assert!(on("[j]\nrw=write\nverify=crc32c\n"));
+    assert!(on("[j]\nrw=write\nverify=md5\n"));
+    assert!(on("[j]\nrw=write\nverify=null\n"));
+    assert!(!on("[j]\nrw=write\nverify=0\n"));
+    assert!(!on("[j]\nrw=write\nverify=crc32c\ndo_verify=0\n"));
+    assert!(!on("[j]\nrw=write\n"));
+    let e = parse_error("[j]\nrw=write\nverify=crc99\n");
+    assert!(e.contains("zones.fio:3") && e.contains("crc32c"), "{e}");
+    let f = parse("[j]\nrw=write\nverify=crc32c\nverify_backlog=16\n");
+    assert_eq!(f.ignored, ["verify_backlog"]);
 }

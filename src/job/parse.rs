@@ -58,6 +58,10 @@ struct Builder {
     /// Where `end_syncfs` was turned on (fio checks the engine for it).
     end_syncfs_at: Option<RawOpt>,
     zones: ZoneOpts,
+    /// `verify=` names a kind of check (not 0) and `do_verify` (default
+    /// on): fio runs the read-back only with both.
+    verify_kind: bool,
+    do_verify: bool,
 }
 
 /// `zonemode` and its sizes as given, checked together when the job ends
@@ -119,11 +123,14 @@ impl Builder {
             iodepth_at: None,
             end_syncfs_at: None,
             zones: ZoneOpts::default(),
+            verify_kind: false,
+            do_verify: true,
         }
     }
 
     /// fio's `fixup_options` for the fields the model uses.
     fn finish(mut self) -> JobSpec {
+        self.spec.verify = self.verify_kind && self.do_verify;
         for d in 0..3 {
             self.spec.bs[d] = if let Some(split) = self.bssplit[d].take() {
                 BlockSizes::Split(split)
@@ -977,6 +984,10 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::NrFiles
         | Key::FileServiceType => set_file_option(b, key, def, v),
         Key::ZoneMode | Key::ZoneSize | Key::ZoneRange | Key::ZoneSkip => set_zone(b, key, def, v),
+        Key::Verify => {
+            b.verify_kind = verify_kind(required(def, v)?)?;
+            Ok(())
+        }
         Key::Rate | Key::RateIops | Key::RateProcess | Key::ThinkTime | Key::ThinkTimeBlocks => {
             set_pacing(b, key, def, v)
         }
@@ -1033,7 +1044,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::PreRead
         | Key::PerJobLogs
         | Key::LogOffset
-        | Key::LogPrio => unreachable_bool(def),
+        | Key::LogPrio
+        | Key::DoVerify => unreachable_bool(def),
     }
 }
 
@@ -1063,6 +1075,7 @@ fn set_flag(b: &mut Builder, key: Key, def: &OptDef, on: bool) -> Result<(), Str
         Key::PerJobLogs => b.spec.per_job_logs = on,
         Key::LogOffset => b.spec.log_offset = on,
         Key::LogPrio => b.spec.log_prio = on,
+        Key::DoVerify => b.do_verify = on,
         _ => return Err(format!("internal: option '{}' is not a boolean", def.name)),
     }
     Ok(())
@@ -1300,6 +1313,40 @@ fn set_zone(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<
         _ => return not_in_group(def),
     }
     Ok(())
+}
+
+/// `verify=`: whether the value names a check (fio 3.33's list); "0" is
+/// none. The kind changes only the CPU fio spends on checksums, which the
+/// model does not charge.
+fn verify_kind(v: &str) -> Result<bool, String> {
+    const KINDS: [&str; 18] = [
+        "md5",
+        "crc64",
+        "crc32",
+        "crc32c-intel",
+        "crc32c",
+        "crc16",
+        "crc7",
+        "sha1",
+        "sha256",
+        "sha512",
+        "sha3-224",
+        "sha3-256",
+        "sha3-384",
+        "sha3-512",
+        "xxhash",
+        "meta",
+        "pattern",
+        "null",
+    ];
+    match v.trim() {
+        "0" => Ok(false),
+        t if KINDS.contains(&t) => Ok(true),
+        t => Err(format!(
+            "bad value '{t}'; expected one of: 0, {}",
+            KINDS.join(", ")
+        )),
+    }
 }
 
 /// Pacing: rate limits and think time.

@@ -261,6 +261,9 @@ pub struct JobSpec {
     pub filesize: Option<(u64, u64)>,
     pub nrfiles: u32,
     pub file_service: FileService,
+    /// `verify=` of some kind with `do_verify` on: a writing job reads its
+    /// writes back after each pass.
+    pub verify: bool,
     /// `zonemode=strided` with its sizes; None without zones.
     pub strided_zones: Option<StridedZones>,
     pub numjobs: u32,
@@ -519,6 +522,7 @@ impl JobSpec {
                 per_turn: 1,
             },
             strided_zones: None,
+            verify: false,
             numjobs: 1,
             iodepth: 1,
             iodepth_batch_submit: 1,

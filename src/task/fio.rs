@@ -688,7 +688,9 @@ impl FioJob {
         if self.device_open_close(task, cx, DeviceEvent::Reopen) {
             return false;
         }
-        if self.spec.unlink_each_loop && self.delete_files(task, cx, true) {
+        // The read-back of `verify` reads the pass's files: they stay.
+        let verify_next = self.gen.as_ref().is_some_and(|g| g.verify_due());
+        if self.spec.unlink_each_loop && !verify_next && self.delete_files(task, cx, true) {
             return false;
         }
         self.end_sync_sent = false;

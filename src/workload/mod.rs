@@ -136,7 +136,24 @@ enum Continue {
     FileDone,
 }
 
+/// `verify=`: after a pass, the pass's writes are read back (fio's
+/// `do_verify` after `do_io` in backend.c), in the order they were written:
+/// stepping a copy of the generator as the pass began gives that order again
+/// without keeping a list of the writes.
+#[derive(Clone, Debug)]
+struct Verify {
+    /// The generator as the current pass began (its own `verify` empty).
+    replay: Option<Box<Generator>>,
+    /// Writes done this pass.
+    writes: u64,
+    /// The read-back is under way: writes of the replay left to read.
+    reading: Option<u64>,
+    /// This pass's writes were read back.
+    done: bool,
+}
+
 /// Offsets, sizes and directions for one job.
+#[derive(Clone, Debug)]
 pub struct Generator {
     mode: DdirMode,
     random: bool,
@@ -200,6 +217,7 @@ pub struct Generator {
     /// fio's `seq_rand_state`: draws for `percentage_random` only, so jobs
     /// without it draw exactly as before.
     rng_seq: ChaCha8Rng,
+    verify: Option<Verify>,
 }
 
 impl Generator {
@@ -340,6 +358,11 @@ impl Generator {
         }
 
         let loops = spec.loops.max(1) as u64;
+        // A time_based job that verifies ends each pass at its size, reads
+        // it back and starts another, until the runtime ends it (fio's do_io
+        // breaks on bytes when verify is set, backend.c): passes without end.
+        let verify = spec.verify && placed.contains(&Ddir::Write);
+        let verify_passes = verify && spec.time_based;
         let max_bs = placed
             .iter()
             .map(|d| bs[d.index()].max())
@@ -362,7 +385,7 @@ impl Generator {
         } else {
             1
         };
-        Ok(Generator {
+        let mut g = Generator {
             mode,
             random,
             strided,
@@ -399,7 +422,11 @@ impl Generator {
                 .min()
                 .unwrap_or(1)
                 .max(1),
-            passes_left: loops.saturating_sub(1),
+            passes_left: if verify_passes {
+                u64::MAX
+            } else {
+                loops.saturating_sub(1)
+            },
             more_passes_to_io_size: spec.io_size.is_some(),
             max_bs,
             loop_bytes: layout.io_bytes,
@@ -410,19 +437,32 @@ impl Generator {
                 .filter(|&n| n > 0)
                 .map_or(u64::MAX, |n| n.saturating_mul(loops)),
             ios: 0,
-            time_based: spec.time_based,
+            time_based: spec.time_based && !verify_passes,
             wrapped: Wrapped::None,
             rng_ddir,
             rng_bs,
             rng_off,
             rng_seq,
-        })
+            verify: None,
+        };
+        if verify {
+            g.verify = Some(Verify {
+                replay: Some(Box::new(g.clone())),
+                writes: 0,
+                reading: None,
+                done: false,
+            });
+        }
+        Ok(g)
     }
 
     /// The next I/O, or None when the job's I/O budget (size/io_size × loops,
     /// number_ios) is used up. Never None for `time_based` jobs.
     #[inline]
     pub fn next_io(&mut self) -> Option<IoUnit> {
+        if self.verify.as_ref().is_some_and(|v| v.reading.is_some()) {
+            return self.next_verify_read();
+        }
         if self.pending_write {
             self.pending_write = false;
             let io = self.pending;
@@ -568,7 +608,37 @@ impl Generator {
     pub fn between_passes(&self) -> bool {
         !self.time_based
             && self.pass_done()
-            && (self.passes_left > 0 || self.another_pass_to_io_size())
+            && (self.verify_due() || self.passes_left > 0 || self.another_pass_to_io_size())
+    }
+
+    /// The pass's writes are done and are to be read back next: the pass
+    /// that `begin_next_pass` starts is the read-back.
+    pub fn verify_due(&self) -> bool {
+        self.verify
+            .as_ref()
+            .is_some_and(|v| !v.done && v.reading.is_none() && v.writes > 0)
+    }
+
+    /// The read-back's next read: the replay's next write, as a read.
+    /// None when every write of the pass was read.
+    #[cold]
+    fn next_verify_read(&mut self) -> Option<IoUnit> {
+        let v = self.verify.as_mut()?;
+        while v.reading.is_some_and(|left| left > 0) {
+            let Some(io) = v.replay.as_mut().and_then(|r| r.next_io()) else {
+                break;
+            };
+            if io.ddir == Ddir::Write {
+                v.reading = v.reading.map(|left| left - 1);
+                return Some(IoUnit {
+                    ddir: Ddir::Read,
+                    ..io
+                });
+            }
+        }
+        v.reading = None;
+        v.done = true;
+        None
     }
 
     fn another_pass_to_io_size(&self) -> bool {
@@ -589,6 +659,14 @@ impl Generator {
     #[cold]
     pub fn begin_next_pass(&mut self) {
         debug_assert!(self.between_passes());
+        if self.verify_due() {
+            // fio's clear_io_state, then do_verify.
+            if let Some(v) = self.verify.as_mut() {
+                v.reading = Some(v.writes);
+            }
+            self.wrapped = Wrapped::All;
+            return;
+        }
         if self.passes_left > 0 {
             self.passes_left -= 1;
             self.loop_end = self.done_bytes.saturating_add(self.loop_bytes);
@@ -614,10 +692,25 @@ impl Generator {
         if let Some(z) = self.strided.as_mut() {
             z.restart();
         }
+        if self.verify.is_some() {
+            let mut snapshot = self.clone();
+            snapshot.verify = None;
+            self.verify = Some(Verify {
+                replay: Some(Box::new(snapshot)),
+                writes: 0,
+                reading: None,
+                done: false,
+            });
+        }
     }
 
     #[inline]
     fn account(&mut self, io: IoUnit) {
+        if io.ddir == Ddir::Write {
+            if let Some(v) = self.verify.as_mut() {
+                v.writes += 1;
+            }
+        }
         self.ios += 1;
         if self.counted[io.ddir.index()] {
             self.done_bytes += io.len;

@@ -1227,3 +1227,51 @@ fn strided_zones_wrap_at_the_end_of_the_file() {
     let starts: Vec<u64> = ios.iter().step_by(256).map(|io| io.offset / MIB).collect();
     assert_eq!(starts, [0, 3, 0, 3]);
 }
+
+#[test]
+fn verify_reads_the_pass_back_in_the_order_it_was_written() {
+    // fio 3.33 (write_iolog here): rw=randwrite verify=crc32c wrote 2048
+    // blocks, then read the same 2048 in the same order.
+    let mut s = spec(RwPattern::RandWrite);
+    s.verify = true;
+    s.loops = 2;
+    let mut g = Generator::new(&s, &one_file(0, 64 * KIB), 1).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    assert_eq!(ios.len(), 4 * 16);
+    for pass in ios.chunks(32) {
+        let (writes, reads) = pass.split_at(16);
+        assert!(writes.iter().all(|io| io.ddir == Ddir::Write));
+        assert!(reads.iter().all(|io| io.ddir == Ddir::Read));
+        let at = |v: &[IoUnit]| v.iter().map(|io| (io.offset, io.len)).collect::<Vec<_>>();
+        assert_eq!(at(writes), at(reads));
+    }
+    // The two passes write in different orders (a fresh random map each).
+    assert_ne!(ios[0].offset, ios[32].offset);
+}
+
+#[test]
+fn verify_reads_back_only_the_writes_of_a_mixed_job() {
+    let mut s = spec(RwPattern::RandRw);
+    s.verify = true;
+    let mut g = Generator::new(&s, &one_file(0, 256 * KIB), 1).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    let writes: Vec<u64> = ios[..64]
+        .iter()
+        .filter(|io| io.ddir == Ddir::Write)
+        .map(|io| io.offset)
+        .collect();
+    let back: Vec<u64> = ios[64..].iter().map(|io| io.offset).collect();
+    assert!(ios[64..].iter().all(|io| io.ddir == Ddir::Read));
+    assert_eq!(writes, back);
+}
+
+#[test]
+fn a_time_based_job_that_verifies_writes_its_size_then_reads_it_back_again_and_again() {
+    let mut s = spec(RwPattern::Write);
+    s.verify = true;
+    s.time_based = true;
+    let mut g = Generator::new(&s, &one_file(0, 16 * KIB), 1).unwrap();
+    let dirs: Vec<Ddir> = drain(&mut g, 24).iter().map(|io| io.ddir).collect();
+    let (w, r) = (Ddir::Write, Ddir::Read);
+    assert_eq!(dirs, [w, w, w, w, r, r, r, r].repeat(3));
+}
