@@ -557,16 +557,22 @@ fn other_modelled_options() {
 #[test]
 fn ignored_options_are_listed_once() {
     let f = ok(
-        "[global]\nthread\nverify=md5\n[a]\nunlink=0\nthread=1\nwrite_bw_log\n[b]\nfill_fs=1\n\
-                ioscheduler=none\nverify=crc32c\nhipri\n",
+        "[global]\nthread\nverify_dump=1\n[a]\nunlink=0\nthread=1\nwrite_bw_log\n[b]\nfill_fs=1\n\
+                ioscheduler=none\nverify_dump=0\nhipri\n",
     );
     assert_eq!(
         f.ignored,
-        vec!["thread", "verify", "fill_device", "ioscheduler", "hipri"]
+        vec![
+            "thread",
+            "verify_dump",
+            "fill_device",
+            "ioscheduler",
+            "hipri"
+        ]
     );
     assert_eq!(
         f.global_options,
-        vec![("verify".to_string(), "md5".to_string())]
+        vec![("verify_dump".to_string(), "1".to_string())]
     );
     // Ignored options are still reported as job options.
     assert_eq!(
