@@ -240,106 +240,19 @@ impl Generator {
             RwPattern::TrimWrite | RwPattern::RandTrimWrite => &[Ddir::Write],
             p => p.ddirs(),
         };
-        let mut choosers: [Option<BsChooser>; 3] = [None, None, None];
-        for d in Ddir::ALL {
-            let i = d.index();
-            let c = BsChooser::new(&spec.bs[i], spec.bs_unaligned);
-            // Unused directions never pick a size; do not fail on them.
-            choosers[i] = Some(match c {
-                Ok(c) => c,
-                Err(e) if placed.contains(&d) => return Err(e),
-                Err(_) => BsChooser::Fixed(4096),
-            });
-        }
-        let bs = choosers.map(|c| c.unwrap_or(BsChooser::Fixed(4096)));
-        let min_bs = [bs[0].min(), bs[1].min(), bs[2].min()];
-        let align = [0, 1, 2].map(|i| spec.blockalign[i].filter(|&a| a > 0).unwrap_or(min_bs[i]));
-
-        let min_len = layout.files.iter().map(|f| f.len).min().unwrap_or(0);
-        for &d in placed {
-            let i = d.index();
-            if min_len < min_bs[i].max(align[i]) {
-                return Err(format!(
-                    "its region ({min_len} bytes) is smaller than the {} block size ({} bytes)",
-                    ddir_name(d),
-                    min_bs[i].max(align[i])
-                ));
-            }
-        }
-
+        let Sizes { bs, min_bs, align } = sizes(spec, placed, layout)?;
         let random = spec.rw.is_random();
-        let mut group_of = [0usize; 3];
-        let mut keys: Vec<(u64, u64)> = Vec::new();
-        for &d in placed {
-            let i = d.index();
-            let key = (align[i], min_bs[i]);
-            group_of[i] = match keys.iter().position(|&k| k == key) {
-                Some(g) => g,
-                None => {
-                    keys.push(key);
-                    keys.len() - 1
-                }
-            };
-        }
-        // Per group: can one I/O cover more than one of its blocks? Then the
-        // group keeps fio's random map (sizes measured in blocks of min bs).
-        let varied: Vec<bool> = keys
-            .iter()
-            .enumerate()
-            .map(|(g, &(ba, min))| {
-                ba == min
-                    && placed
-                        .iter()
-                        .any(|d| group_of[d.index()] == g && bs[d.index()].max() > min)
-            })
-            .collect();
-        let strided = match (spec.strided_zones, layout.files.as_slice()) {
-            (Some(z), [f]) => {
-                let largest = placed
-                    .iter()
-                    .map(|d| min_bs[d.index()].max(align[d.index()]));
-                if z.range < largest.max().unwrap_or(1) {
-                    return Err(format!(
-                        "zonerange ({} bytes) is smaller than the block size",
-                        z.range
-                    ));
-                }
-                Some(Strided::new(z, f.len + f.after))
-            }
-            _ => None,
+        let groups = Groups::new(placed, &bs, &min_bs, &align);
+        let strided = strided_zones(spec, layout, placed, &min_bs, &align)?;
+        let rand = if random {
+            random_pickers(spec, layout, &groups, strided.as_ref(), &mut rng_off)?
+        } else {
+            Vec::new()
         };
-        let mut rand = Vec::new();
-        if random {
-            for f in &layout.files {
-                // A strided job's random blocks are those of one zone range
-                // (fio's last_block with zone_range).
-                let span = strided
-                    .as_ref()
-                    .map_or(f.len, |z| z.range().min(f.len + f.after));
-                for (g, &(ba, min)) in keys.iter().enumerate() {
-                    // fio's last_block(): the last start that leaves room for min bs.
-                    let usable = span - min.saturating_sub(ba);
-                    let n = (usable / ba).min((1 << 62) - 1);
-                    rand.push(RandomBlocks::new(n, spec, varied[g], &mut rng_off)?);
-                }
-            }
-        }
-
-        let mut zoned = Vec::new();
-        if let (true, Some(zones)) = (random, &spec.random_zones) {
-            for f in &layout.files {
-                for d in Ddir::ALL {
-                    let i = d.index();
-                    let usable = f.len.saturating_sub(min_bs[i].saturating_sub(align[i]));
-                    let n = usable / align[i].max(1);
-                    zoned.push(match ZonedBlocks::new(&zones[i], n, align[i]) {
-                        Ok(z) => z,
-                        Err(e) if placed.contains(&d) => return Err(e),
-                        Err(_) => ZonedBlocks::new(&[], n, align[i])?,
-                    });
-                }
-            }
-        }
+        let zoned = match (random, &spec.random_zones) {
+            (true, Some(zones)) => zoned_pickers(zones, layout, placed, &min_bs, &align)?,
+            _ => Vec::new(),
+        };
 
         let mode = match spec.rw {
             RwPattern::ReadWrite | RwPattern::RandRw => DdirMode::Mix {
@@ -393,8 +306,8 @@ impl Generator {
             file_choice: FileChoice::new(spec.file_service, files.len(), stream(5)),
             files,
             rand,
-            groups: keys.len(),
-            group_of,
+            groups: groups.keys.len(),
+            group_of: groups.of,
             zoned,
             align,
             min_bs,
@@ -408,7 +321,7 @@ impl Generator {
             rand_run_left: 0,
             percentage_random: spec.percentage_random,
             random_extras: spec.percentage_random.iter().any(|&p| p < 100)
-                || varied.iter().any(|&v| v),
+                || groups.varied.iter().any(|&v| v),
             pending_write: false,
             pending: IoUnit {
                 ddir: Ddir::Write,
@@ -881,6 +794,153 @@ impl Generator {
             .get(file * self.groups + self.group_of[ddir.index()])
             .map(RandomBlocks::blocks)
     }
+}
+
+/// Per direction: the block size chooser, its smallest size and the block
+/// alignment (`blockalign`, else the smallest size).
+struct Sizes {
+    bs: [BsChooser; 3],
+    min_bs: [u64; 3],
+    align: [u64; 3],
+}
+
+/// The job's block sizes, and every region large enough for them.
+fn sizes(spec: &JobSpec, placed: &[Ddir], layout: &JobLayout) -> Result<Sizes, String> {
+    let mut choosers: [Option<BsChooser>; 3] = [None, None, None];
+    for d in Ddir::ALL {
+        let i = d.index();
+        let c = BsChooser::new(&spec.bs[i], spec.bs_unaligned);
+        // Unused directions never pick a size; do not fail on them.
+        choosers[i] = Some(match c {
+            Ok(c) => c,
+            Err(e) if placed.contains(&d) => return Err(e),
+            Err(_) => BsChooser::Fixed(4096),
+        });
+    }
+    let bs = choosers.map(|c| c.unwrap_or(BsChooser::Fixed(4096)));
+    let min_bs = [bs[0].min(), bs[1].min(), bs[2].min()];
+    let align = [0, 1, 2].map(|i| spec.blockalign[i].filter(|&a| a > 0).unwrap_or(min_bs[i]));
+    let min_len = layout.files.iter().map(|f| f.len).min().unwrap_or(0);
+    for &d in placed {
+        let i = d.index();
+        if min_len < min_bs[i].max(align[i]) {
+            return Err(format!(
+                "its region ({min_len} bytes) is smaller than the {} block size ({} bytes)",
+                ddir_name(d),
+                min_bs[i].max(align[i])
+            ));
+        }
+    }
+    Ok(Sizes { bs, min_bs, align })
+}
+
+/// Directions share a random picker when their alignment and smallest size
+/// agree (`keys[g]` = (alignment, smallest size) of group g).
+struct Groups {
+    of: [usize; 3],
+    keys: Vec<(u64, u64)>,
+    /// Per group: can one I/O cover more than one of its blocks? Then the
+    /// group keeps fio's random map (sizes measured in blocks of min bs).
+    varied: Vec<bool>,
+}
+
+impl Groups {
+    fn new(placed: &[Ddir], bs: &[BsChooser; 3], min_bs: &[u64; 3], align: &[u64; 3]) -> Groups {
+        let mut of = [0usize; 3];
+        let mut keys: Vec<(u64, u64)> = Vec::new();
+        for &d in placed {
+            let i = d.index();
+            let key = (align[i], min_bs[i]);
+            of[i] = match keys.iter().position(|&k| k == key) {
+                Some(g) => g,
+                None => {
+                    keys.push(key);
+                    keys.len() - 1
+                }
+            };
+        }
+        let varied = keys
+            .iter()
+            .enumerate()
+            .map(|(g, &(ba, min))| {
+                ba == min
+                    && placed
+                        .iter()
+                        .any(|d| of[d.index()] == g && bs[d.index()].max() > min)
+            })
+            .collect();
+        Groups { of, keys, varied }
+    }
+}
+
+/// `zonemode=strided` for a job with one file (fio turns it off for more).
+fn strided_zones(
+    spec: &JobSpec,
+    layout: &JobLayout,
+    placed: &[Ddir],
+    min_bs: &[u64; 3],
+    align: &[u64; 3],
+) -> Result<Option<Strided>, String> {
+    let (Some(z), [f]) = (spec.strided_zones, layout.files.as_slice()) else {
+        return Ok(None);
+    };
+    let largest = placed
+        .iter()
+        .map(|d| min_bs[d.index()].max(align[d.index()]));
+    if z.range < largest.max().unwrap_or(1) {
+        return Err(format!(
+            "zonerange ({} bytes) is smaller than the block size",
+            z.range
+        ));
+    }
+    Ok(Some(Strided::new(z, f.len + f.after)))
+}
+
+/// A random picker per file and group, `files × groups`.
+fn random_pickers(
+    spec: &JobSpec,
+    layout: &JobLayout,
+    groups: &Groups,
+    strided: Option<&Strided>,
+    rng: &mut ChaCha8Rng,
+) -> Result<Vec<RandomBlocks>, String> {
+    let mut rand = Vec::with_capacity(layout.files.len() * groups.keys.len());
+    for f in &layout.files {
+        // A strided job's random blocks are those of one zone range (fio's
+        // last_block with zone_range).
+        let span = strided.map_or(f.len, |z| z.range().min(f.len + f.after));
+        for (g, &(ba, min)) in groups.keys.iter().enumerate() {
+            // fio's last_block(): the last start that leaves room for min bs.
+            let usable = span - min.saturating_sub(ba);
+            let n = (usable / ba).min((1 << 62) - 1);
+            rand.push(RandomBlocks::new(n, spec, groups.varied[g], rng)?);
+        }
+    }
+    Ok(rand)
+}
+
+/// `random_distribution=zoned:`/`zoned_abs:` pickers, `files × 3`.
+fn zoned_pickers(
+    zones: &[Vec<crate::job::RandomZone>; 3],
+    layout: &JobLayout,
+    placed: &[Ddir],
+    min_bs: &[u64; 3],
+    align: &[u64; 3],
+) -> Result<Vec<ZonedBlocks>, String> {
+    let mut zoned = Vec::with_capacity(layout.files.len() * 3);
+    for f in &layout.files {
+        for d in Ddir::ALL {
+            let i = d.index();
+            let usable = f.len.saturating_sub(min_bs[i].saturating_sub(align[i]));
+            let n = usable / align[i].max(1);
+            zoned.push(match ZonedBlocks::new(&zones[i], n, align[i]) {
+                Ok(z) => z,
+                Err(e) if placed.contains(&d) => return Err(e),
+                Err(_) => ZonedBlocks::new(&[], n, align[i])?,
+            });
+        }
+    }
+    Ok(zoned)
 }
 
 /// Files that began a new pass ([`Generator::take_wrapped`]).
