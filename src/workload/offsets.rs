@@ -163,7 +163,12 @@ impl RandomBlocks {
         if self.used.as_ref().is_some_and(UsedMap::is_full) {
             self.new_pass();
         }
-        let b = self.draw(rng);
+        // fio draws uniformly, with repeats, and a busy block moves the
+        // pick to the next free one (get_next_rand_offset: random_map_free,
+        // axmap_next_free); a walk that never repeats a draw lands on busy
+        // blocks less often and gave 3% more, shorter I/Os than fio.
+        self.drawn += 1;
+        let b = uniform_below(rng.next_u64(), self.n);
         self.used.as_ref().and_then(|m| m.free_from(b)).unwrap_or(b)
     }
 
