@@ -14,6 +14,7 @@
 //!   unpopular) the next open file in order is taken instead, where fio
 //!   would keep drawing.
 
+use super::bs::uniform_below;
 use super::dist::{Normal, Pareto, Zipf};
 use super::FileState;
 use crate::job::{FileService, FileServiceKind};
@@ -124,7 +125,7 @@ impl FileChoice {
         for _ in 0..MAX_REDRAWS {
             let f = match &mut self.popularity {
                 // fio: nr_files * (r / (FRAND32_MAX + 1.0)).
-                Popularity::Uniform => (u64::from(self.rng.next_u32()) * n) >> 32,
+                Popularity::Uniform => uniform_below(self.rng.next_u64(), n),
                 Popularity::Zipf(z) => z.sample(&mut self.rng),
                 Popularity::Pareto(p) => p.sample(&mut self.rng),
                 Popularity::Normal(d) => d.sample(&mut self.rng),

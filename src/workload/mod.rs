@@ -143,13 +143,32 @@ enum Continue {
 #[derive(Clone, Debug)]
 struct Verify {
     /// The generator as the current pass began (its own `verify` empty).
-    replay: Option<Box<Generator>>,
+    replay: Box<Generator>,
     /// Writes done this pass.
     writes: u64,
-    /// The read-back is under way: writes of the replay left to read.
-    reading: Option<u64>,
-    /// This pass's writes were read back.
-    done: bool,
+    phase: ReadBack,
+}
+
+impl Verify {
+    /// A pass starting from `snapshot`, its read-back still to come.
+    fn new(mut snapshot: Generator) -> Verify {
+        snapshot.verify = None;
+        Verify {
+            replay: Box::new(snapshot),
+            writes: 0,
+            phase: ReadBack::Pending,
+        }
+    }
+}
+
+/// Where a pass's read-back stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadBack {
+    /// After the pass's writes.
+    Pending,
+    /// Under way: writes of the replay left to read.
+    Reading(u64),
+    Done,
 }
 
 /// Offsets, sizes and directions for one job.
@@ -359,12 +378,7 @@ impl Generator {
             verify: None,
         };
         if verify {
-            g.verify = Some(Verify {
-                replay: Some(Box::new(g.clone())),
-                writes: 0,
-                reading: None,
-                done: false,
-            });
+            g.verify = Some(Verify::new(g.clone()));
         }
         Ok(g)
     }
@@ -373,7 +387,11 @@ impl Generator {
     /// number_ios) is used up. Never None for `time_based` jobs.
     #[inline]
     pub fn next_io(&mut self) -> Option<IoUnit> {
-        if self.verify.as_ref().is_some_and(|v| v.reading.is_some()) {
+        if self
+            .verify
+            .as_ref()
+            .is_some_and(|v| matches!(v.phase, ReadBack::Reading(_)))
+        {
             return self.next_verify_read();
         }
         if self.pending_write {
@@ -529,7 +547,7 @@ impl Generator {
     pub fn verify_due(&self) -> bool {
         self.verify
             .as_ref()
-            .is_some_and(|v| !v.done && v.reading.is_none() && v.writes > 0)
+            .is_some_and(|v| v.phase == ReadBack::Pending && v.writes > 0)
     }
 
     /// The read-back's next read: the replay's next write, as a read.
@@ -537,20 +555,19 @@ impl Generator {
     #[cold]
     fn next_verify_read(&mut self) -> Option<IoUnit> {
         let v = self.verify.as_mut()?;
-        while v.reading.is_some_and(|left| left > 0) {
-            let Some(io) = v.replay.as_mut().and_then(|r| r.next_io()) else {
+        while let ReadBack::Reading(left @ 1..) = v.phase {
+            let Some(io) = v.replay.next_io() else {
                 break;
             };
             if io.ddir == Ddir::Write {
-                v.reading = v.reading.map(|left| left - 1);
+                v.phase = ReadBack::Reading(left - 1);
                 return Some(IoUnit {
                     ddir: Ddir::Read,
                     ..io
                 });
             }
         }
-        v.reading = None;
-        v.done = true;
+        v.phase = ReadBack::Done;
         None
     }
 
@@ -575,7 +592,7 @@ impl Generator {
         if self.verify_due() {
             // fio's clear_io_state, then do_verify.
             if let Some(v) = self.verify.as_mut() {
-                v.reading = Some(v.writes);
+                v.phase = ReadBack::Reading(v.writes);
             }
             self.wrapped = Wrapped::All;
             return;
@@ -605,15 +622,9 @@ impl Generator {
         if let Some(z) = self.strided.as_mut() {
             z.restart();
         }
-        if self.verify.is_some() {
-            let mut snapshot = self.clone();
-            snapshot.verify = None;
-            self.verify = Some(Verify {
-                replay: Some(Box::new(snapshot)),
-                writes: 0,
-                reading: None,
-                done: false,
-            });
+        // The last pass's replay goes first, so the snapshot does not copy it.
+        if self.verify.take().is_some() {
+            self.verify = Some(Verify::new(self.clone()));
         }
     }
 
