@@ -158,6 +158,9 @@ pub struct Era {
     /// The legacy single-queue core and its schedulers (noop, deadline,
     /// cfq) exist (removed in 5.0).
     pub legacy_core: bool,
+    /// `nr_requests` of a blk-mq queue can be written (3.16); before, the
+    /// sysfs store refused every blk-mq queue.
+    pub mq_nr_requests_writable: bool,
     pub dispatch: DispatchLoop,
     /// SCSI devices hold a per-device budget before the scheduler is asked
     /// (`.get_budget`, 4.15).
@@ -198,6 +201,14 @@ pub static CHANGES: &[Change] = &[
         after: "blk-mq available (scheduler 'none')",
         source: "block/blk-mq.c, merged in 3.13",
         apply: |e, on| e.blk_mq = on,
+    },
+    Change {
+        since: Version::new(3, 16, 0),
+        what: "writing nr_requests of a blk-mq queue",
+        before: "refused (-EINVAL): the store handles only request_fn queues",
+        after: "accepted: the tags are resized (without a scheduler, never above the driver's depth)",
+        source: "v3.13 block/blk-sysfs.c queue_requests_store (`if (!q->request_fn) return -EINVAL`); blk_mq_update_nr_requests, 'blk-mq: allow changing of queue depth through sysfs' (3.16, memory)",
+        apply: |e, on| e.mq_nr_requests_writable = on,
     },
     Change {
         since: Version::new(4, 11, 0),
@@ -279,6 +290,7 @@ impl Era {
             version: v,
             blk_mq: false,
             legacy_core: true,
+            mq_nr_requests_writable: false,
             dispatch: DispatchLoop::Current,
             scsi_budget: false,
             ata_queue_depth: 31,
@@ -363,6 +375,8 @@ mod tests {
         assert!(!e.blk_mq && e.legacy_core && e.ata_queue_depth == 31);
         let e = Era::of(Version::new(3, 13, 0));
         assert!(e.blk_mq && e.dispatch == DispatchLoop::Current);
+        assert!(!e.mq_nr_requests_writable);
+        assert!(Era::of(Version::new(3, 16, 0)).mq_nr_requests_writable);
         let e = Era::of(Version::new(4, 12, 0));
         assert_eq!(e.dispatch, DispatchLoop::PullWhenStuck);
         assert!(!e.scsi_budget && e.legacy_core);

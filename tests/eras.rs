@@ -179,3 +179,26 @@ fn a_scheduler_the_kernel_did_not_have_is_an_input_error() {
         run(&s);
     }
 }
+
+#[test]
+fn nr_requests_of_a_blk_mq_queue_is_read_only_before_3_16() {
+    // 3.13's sysfs store refused every blk-mq queue (seed 003's
+    // `nr_requests=1024` on its virtio disk did nothing); 3.16 on resizes
+    // the tags, never above the driver's depth without a scheduler.
+    let set = |kernel: &str, sched: &str, nr: &str| {
+        let mut s = spec("eras-strand.fio", sched, Some(kernel)).set("nr_requests", nr);
+        s.max_runtime_ns = Some(100 * NS_PER_MS);
+        elevator::run::run(&s)
+    };
+    let e = set("3.13", "none", "16").unwrap_err().to_string();
+    assert!(e.contains("nr_requests") && e.contains("3.16"), "{e}");
+    assert_eq!(
+        knob(&set("3.16", "none", "16").unwrap(), "nr_requests"),
+        "16"
+    );
+    // The legacy core's store took any value in 3.13.
+    assert_eq!(
+        knob(&set("3.13", "deadline", "1024").unwrap(), "nr_requests"),
+        "1024"
+    );
+}

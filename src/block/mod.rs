@@ -503,6 +503,14 @@ impl BlockLayer {
         };
         let nr_requests = match user_nr {
             None => default_nr,
+            Some(_) if !t.is_legacy() && !self.era.mq_nr_requests_writable => {
+                return Err(format!(
+                    "nr_requests: kernel {} refuses to change it on a blk-mq queue (-EINVAL: \
+                     its sysfs store handles only single-queue devices; blk-mq's became \
+                     writable in 3.16)",
+                    self.era.version
+                ))
+            }
             Some(n) => match &elv {
                 None if n > limits.queue_depth => {
                     return Err(format!(
