@@ -737,8 +737,6 @@ fn rw_pattern(base: &str) -> Option<RwPattern> {
 /// Zones per direction, as stored in `JobSpec::random_zones`.
 type Zones = Option<[Vec<RandomZone>; 3]>;
 
-/// `random_distribution`: random | zipf[:θ[:c]] | pareto[:h[:c]] |
-/// normal[:σ%[:c]] | zoned:... | zoned_abs:...
 /// `file_service_type=TYPE[:N]` as fio's `str_fst_cb` takes it: N is the
 /// I/Os per turn for random, roundrobin and sequential, and the parameter
 /// of zipf (theta, default 1.1, not 1), pareto (h in 0..1, default 0.2) and
@@ -749,31 +747,14 @@ fn file_service(v: &str) -> Result<FileService, String> {
         Some((a, p)) => (a.trim(), Some(p.trim())),
         None => (t, None),
     };
-    let param = |default: f64| postfix.map_or(Ok(default), parse_float);
+    let param = || postfix.map(parse_float).transpose();
     let kind = match name {
         "roundrobin" => FileServiceKind::RoundRobin,
         "sequential" => FileServiceKind::Sequential,
         "random" => FileServiceKind::Random,
-        "zipf" => match param(1.1)? {
-            th if th > 0.0 && th.is_finite() && th != 1.0 => FileServiceKind::Zipf(th),
-            th => {
-                return Err(format!(
-                    "zipf theta {th}: expected a number > 0 other than 1"
-                ))
-            }
-        },
-        "pareto" => match param(0.2)? {
-            h if h > 0.0 && h < 1.0 => FileServiceKind::Pareto(h),
-            h => return Err(format!("pareto h {h}: expected 0 < h < 1")),
-        },
-        "normal" | "gauss" => match param(0.0)? {
-            d if (0.0..100.0).contains(&d) => FileServiceKind::Normal(d),
-            d => {
-                return Err(format!(
-                    "normal deviation {d}: expected 0 <= deviation < 100"
-                ))
-            }
-        },
+        "zipf" => FileServiceKind::Zipf(zipf_theta(param()?)?),
+        "pareto" => FileServiceKind::Pareto(pareto_h(param()?)?),
+        "normal" | "gauss" => FileServiceKind::Normal(normal_deviation(param()?)?),
         _ => {
             return Err(format!(
                 "bad value '{name}'; expected one of: random, roundrobin, sequential, \
@@ -794,6 +775,37 @@ fn file_service(v: &str) -> Result<FileService, String> {
     Ok(FileService { kind, per_turn })
 }
 
+/// zipf's theta, fio's default 1.1 when absent: positive and not 1 (both
+/// `random_distribution` and `file_service_type` take it so).
+fn zipf_theta(param: Option<f64>) -> Result<f64, String> {
+    match param.unwrap_or(1.1) {
+        th if th > 0.0 && th.is_finite() && th != 1.0 => Ok(th),
+        th => Err(format!(
+            "zipf theta {th}: expected a number > 0 other than 1"
+        )),
+    }
+}
+
+/// pareto's h, fio's default 0.2 when absent: 0 < h < 1.
+fn pareto_h(param: Option<f64>) -> Result<f64, String> {
+    match param.unwrap_or(0.2) {
+        h if h > 0.0 && h < 1.0 => Ok(h),
+        h => Err(format!("pareto h {h}: expected 0 < h < 1")),
+    }
+}
+
+/// normal's deviation in % of the range, default 0: 0 <= deviation < 100.
+fn normal_deviation(param: Option<f64>) -> Result<f64, String> {
+    match param.unwrap_or(0.0) {
+        d if (0.0..100.0).contains(&d) => Ok(d),
+        d => Err(format!(
+            "normal deviation {d}: expected 0 <= deviation < 100"
+        )),
+    }
+}
+
+/// `random_distribution`: random | zipf[:θ[:c]] | pareto[:h[:c]] |
+/// normal[:σ%[:c]] | zoned:... | zoned_abs:...
 fn distribution(v: &str, kb_base: u32) -> Result<(RandomDistribution, Zones), String> {
     let t = v.trim();
     for (prefix, absolute) in [("zoned_abs:", true), ("zoned:", false)] {
@@ -836,31 +848,18 @@ fn distribution(v: &str, kb_base: u32) -> Result<(RandomDistribution, Zones), St
     }
     let dist = match name {
         "random" if param.is_none() => RandomDistribution::Random,
-        "zipf" => {
-            let theta = param.unwrap_or(1.1);
-            if theta == 1.0 || theta <= 0.0 {
-                return Err(format!(
-                    "zipf theta must be positive and not 1.0, got {theta}"
-                ));
-            }
-            RandomDistribution::Zipf { theta, center }
-        }
-        "pareto" => {
-            let h = param.unwrap_or(0.2);
-            if h <= 0.0 || h >= 1.0 {
-                return Err(format!("pareto h must be in (0, 1), got {h}"));
-            }
-            RandomDistribution::Pareto { h, center }
-        }
-        "normal" => {
-            let sigma_pct = param.unwrap_or(0.0);
-            if !(0.0..100.0).contains(&sigma_pct) {
-                return Err(format!(
-                    "normal deviation must be in [0, 100), got {sigma_pct}"
-                ));
-            }
-            RandomDistribution::Normal { sigma_pct, center }
-        }
+        "zipf" => RandomDistribution::Zipf {
+            theta: zipf_theta(param)?,
+            center,
+        },
+        "pareto" => RandomDistribution::Pareto {
+            h: pareto_h(param)?,
+            center,
+        },
+        "normal" => RandomDistribution::Normal {
+            sigma_pct: normal_deviation(param)?,
+            center,
+        },
         _ => {
             return Err(format!(
             "bad distribution '{t}'; expected one of: random, zipf:THETA, pareto:H, normal:SIGMA, \

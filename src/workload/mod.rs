@@ -817,18 +817,15 @@ struct Sizes {
 
 /// The job's block sizes, and every region large enough for them.
 fn sizes(spec: &JobSpec, placed: &[Ddir], layout: &JobLayout) -> Result<Sizes, String> {
-    let mut choosers: [Option<BsChooser>; 3] = [None, None, None];
+    let mut bs: [BsChooser; 3] = std::array::from_fn(|_| BsChooser::Fixed(4096));
     for d in Ddir::ALL {
-        let i = d.index();
-        let c = BsChooser::new(&spec.bs[i], spec.bs_unaligned);
-        // Unused directions never pick a size; do not fail on them.
-        choosers[i] = Some(match c {
-            Ok(c) => c,
+        match BsChooser::new(&spec.bs[d.index()], spec.bs_unaligned) {
+            Ok(c) => bs[d.index()] = c,
+            // Unused directions never pick a size; do not fail on them.
             Err(e) if placed.contains(&d) => return Err(e),
-            Err(_) => BsChooser::Fixed(4096),
-        });
+            Err(_) => {}
+        }
     }
-    let bs = choosers.map(|c| c.unwrap_or(BsChooser::Fixed(4096)));
     let min_bs = [bs[0].min(), bs[1].min(), bs[2].min()];
     let align = [0, 1, 2].map(|i| spec.blockalign[i].filter(|&a| a > 0).unwrap_or(min_bs[i]));
     let min_len = layout.files.iter().map(|f| f.len).min().unwrap_or(0);
