@@ -163,12 +163,15 @@ USAGE:
 Runs the job on DEV under each scheduler (as `lab`) and in simulation on
 the profile (calibrated first when --profile is not given), then prints per
 scheduler and group measured vs simulated IOPS, mean and p99 latency with
-their ratio, the IOPS ratio to the first scheduler (measured paired within
+their ratio (a group of several jobs: the median job), the group's IOPS
+ratio to the first scheduler (its jobs' total; measured paired within
 rounds vs simulated), and a summary: ranking agreement, mean absolute
 percentage error, each group's share of its scheduler's IOPS when the job
-has several groups (e.g. cgroup weights), and checks with tolerances: the
+has several groups (e.g. cgroup weights), how evenly a group's jobs shared
+the device (lowest/highest job IOPS), and checks with tolerances: the
 first scheduler's IOPS (±15%) and mean latency (±20%), every other
-scheduler's IOPS ratio to it (±0.07), every group's share (±5 points).
+scheduler's IOPS ratio to it (±0.07), every group's share (±5 points),
+every group's evenness (±0.15).
 Schedulers the simulator lacks are measured only. The job file is checked
 as for `elevator lab`.
 

@@ -112,6 +112,10 @@ pub struct Row {
     /// directions), per round; None with a single group.
     pub meas_share: Option<Stat>,
     pub sim_share: Option<f64>,
+    /// The lowest job's IOPS over the highest's, per round; None for a
+    /// group of one job.
+    pub meas_evenness: Option<Stat>,
+    pub sim_evenness: Option<f64>,
 }
 
 /// Per scheduler: measured rounds (None when not measured) and simulation.
@@ -160,7 +164,7 @@ pub fn rows(inp: &Inputs) -> Vec<Row> {
             let total = |r: &[GroupRow]| {
                 r.iter()
                     .filter(|x| x.groupid == g.groupid)
-                    .map(|x| x.iops)
+                    .map(|x| x.iops_total)
                     .sum::<f64>()
             };
             let sim_total = sim.as_deref().map(total).unwrap_or(0.0);
@@ -174,7 +178,7 @@ pub fn rows(inp: &Inputs) -> Vec<Row> {
                 .filter_map(|(mine, base)| {
                     let a = find(mine, &g.name, g.dir)?;
                     let b = find(base, &g.name, g.dir)?;
-                    (b.iops > 0.0).then(|| a.iops / b.iops)
+                    (b.iops_total > 0.0).then(|| a.iops_total / b.iops_total)
                 })
                 .collect();
             let sim_g = sim.as_ref().and_then(|r| find(r, &g.name, g.dir));
@@ -182,7 +186,7 @@ pub fn rows(inp: &Inputs) -> Vec<Row> {
                 &sim_g,
                 sim_base.as_ref().and_then(|b| find(b, &g.name, g.dir)),
             ) {
-                (Some(a), Some(b)) if b.iops > 0.0 => Some(a.iops / b.iops),
+                (Some(a), Some(b)) if b.iops_total > 0.0 => Some(a.iops_total / b.iops_total),
                 _ => None,
             };
             let shares: Vec<f64> = rounds
@@ -190,13 +194,13 @@ pub fn rows(inp: &Inputs) -> Vec<Row> {
                 .filter_map(|r| {
                     let t = total(r);
                     (several && t > 0.0)
-                        .then(|| find(r, &g.name, g.dir).map_or(0.0, |a| a.iops / t))
+                        .then(|| find(r, &g.name, g.dir).map_or(0.0, |a| a.iops_total / t))
                 })
                 .collect();
             let sim_share = sim_g
                 .as_ref()
                 .filter(|_| several && sim_total > 0.0)
-                .map(|a| a.iops / sim_total);
+                .map(|a| a.iops_total / sim_total);
             let st =
                 |f: &dyn Fn(&GroupRow) -> f64| Stat::of(&vals.iter().map(f).collect::<Vec<_>>());
             let nan = Stat {
@@ -205,6 +209,10 @@ pub fn rows(inp: &Inputs) -> Vec<Row> {
                 max: f64::NAN,
                 n: 0,
             };
+            let sim_evenness = sim_g
+                .as_ref()
+                .filter(|_| g.jobs > 1)
+                .map(|a| a.iops_evenness);
             out.push(Row {
                 scheduler: s.clone(),
                 name: g.name.clone(),
@@ -218,6 +226,8 @@ pub fn rows(inp: &Inputs) -> Vec<Row> {
                 sim_ratio,
                 meas_share: Stat::of(&shares),
                 sim_share,
+                meas_evenness: (g.jobs > 1).then(|| st(&|x| x.iops_evenness)).flatten(),
+                sim_evenness,
             });
         }
     }
@@ -369,7 +379,7 @@ pub fn summarize(inp: &Inputs, rows: &[Row]) -> Summary {
                     .filter_map(|(x, y)| {
                         let a = find(&group_rows(&x.report), name, *dir)?;
                         let b = find(&group_rows(&y.report), name, *dir)?;
-                        (b.iops > 0.0).then(|| a.iops / b.iops)
+                        (b.iops_total > 0.0).then(|| a.iops_total / b.iops_total)
                     })
                     .collect();
                 let Some(q) = Stat::of(&qa) else { continue };
@@ -377,7 +387,7 @@ pub fn summarize(inp: &Inputs, rows: &[Row]) -> Summary {
                 let (Some(sa), Some(sb)) = (&ra.sim, &rb.sim) else {
                     continue;
                 };
-                let sq = Stat::of(&[sa.iops / sb.iops.max(1e-9)]).expect("finite");
+                let sq = Stat::of(&[sa.iops_total / sb.iops_total.max(1e-9)]).expect("finite");
                 let sr = relation(&sq, SIM_TIE);
                 rel.push((both[i].clone(), both[j].clone(), m, sr));
                 match (m, sr) {
@@ -584,7 +594,7 @@ pub fn render(title: &[String], inp: &Inputs, notes: &[String]) -> String {
     } else {
         let _ = writeln!(out, "  one round: measured differences under {:.0}% count as ties (use --repeat for paired ratios)", SINGLE_ROUND_TIE * 100.0);
     }
-    for line in share_lines(&rows) {
+    for line in share_lines(&rows).into_iter().chain(evenness_lines(&rows)) {
         let _ = writeln!(out, "  {line}");
     }
     for v in verdicts(&rows, &first) {
@@ -634,6 +644,48 @@ fn share_lines(rows: &[Row]) -> Vec<String> {
     out
 }
 
+/// Per scheduler with groups of several jobs: how evenly each group's jobs
+/// shared the device (lowest job's IOPS over the highest's), measured
+/// (median [min-max] of the rounds) and simulated.
+fn evenness_lines(rows: &[Row]) -> Vec<String> {
+    let mut scheds: Vec<&String> = Vec::new();
+    for r in rows {
+        if !scheds.contains(&&r.scheduler) {
+            scheds.push(&r.scheduler);
+        }
+    }
+    let part = |r: &Row| {
+        let m = r.meas_evenness?;
+        let sim = r
+            .sim_evenness
+            .map_or("-".to_string(), |x| format!("{x:.2}"));
+        Some(format!(
+            "{} {} {:.2} [{:.2}-{:.2}] / {sim}",
+            r.name,
+            dir_name(r.dir),
+            m.median,
+            m.min,
+            m.max
+        ))
+    };
+    scheds
+        .into_iter()
+        .filter_map(|sched| {
+            let parts: Vec<String> = rows
+                .iter()
+                .filter(|r| &r.scheduler == sched)
+                .filter_map(part)
+                .collect();
+            (!parts.is_empty()).then(|| {
+                format!(
+                    "jobs' evenness under {sched} (lowest/highest job IOPS, measured / simulated): {}",
+                    parts.join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
 /// How far the simulated IOPS ratio to the first scheduler may be from the
 /// measured median and still count as agreeing.
 pub const RATIO_TOLERANCE: f64 = 0.07;
@@ -644,6 +696,10 @@ pub const LAT_TOLERANCE: f64 = 0.20;
 /// median share (jobs with several groups, e.g. cgroup weights): 5
 /// percentage points.
 pub const SHARE_TOLERANCE: f64 = 0.05;
+/// A group's simulated evenness (lowest/highest job IOPS) against the
+/// measured median: the lowest of ten equal jobs moves by about 0.1 from
+/// round to round on the lab VM, so 0.15.
+pub const EVENNESS_TOLERANCE: f64 = 0.15;
 
 /// One check of the simulation against the lab, with its verdict.
 #[derive(Clone, Debug, PartialEq)]
@@ -668,7 +724,7 @@ impl Verdict {
                 format!("{:+.1} points", self.worst * 100.0),
                 format!("±{:.0} points", self.tolerance * 100.0),
             )
-        } else if self.what.starts_with("ratio") {
+        } else if self.what.starts_with("ratio") || self.what.starts_with("even") {
             (
                 format!("{:+.3}", self.worst),
                 format!("±{:.2}", self.tolerance),
@@ -720,6 +776,14 @@ pub fn verdicts(rows: &[Row], first: &str) -> Vec<Verdict> {
                 at.clone(),
             );
         }
+        if let (Some(m), Some(se)) = (&r.meas_evenness, r.sim_evenness) {
+            worse(
+                format!("even {}", r.scheduler),
+                se - m.median,
+                EVENNESS_TOLERANCE,
+                at.clone(),
+            );
+        }
         if r.scheduler == first {
             if r.meas_iops.median > 0.0 {
                 let e = g.iops / r.meas_iops.median - 1.0;
@@ -754,11 +818,13 @@ pub fn to_json(inp: &Inputs) -> Value {
                 "clat_p99_us": r.meas_p99.map(|p| st(&p)),
                 "iops_ratio_to_first": r.meas_ratio.map(|p| st(&p)),
                 "iops_share": r.meas_share.map(|p| st(&p)),
+                "jobs_evenness": r.meas_evenness.map(|p| st(&p)),
             },
             "simulated": r.sim.as_ref().map(|g| json!({
-                "iops": g.iops, "lat_mean_us": g.lat_mean_us, "clat_p99_us": g.p99_us,
+                "iops": g.iops, "iops_total": g.iops_total, "lat_mean_us": g.lat_mean_us, "clat_p99_us": g.p99_us,
                 "iops_ratio_to_first": r.sim_ratio,
                 "iops_share": r.sim_share,
+                "jobs_evenness": r.sim_evenness,
             })),
         })).collect::<Vec<_>>(),
         "summary": {
@@ -800,6 +866,8 @@ mod tests {
                 dir: Ddir::Read,
                 jobs: 1,
                 iops: iops.1,
+                iops_total: iops.1,
+                iops_evenness: 1.0,
                 bw_kib: 0.0,
                 lat_mean_us: 110.0,
                 p99_us: 0.0,
@@ -807,6 +875,8 @@ mod tests {
             sim_ratio: Some(sim_ratio),
             meas_share: None,
             sim_share: None,
+            meas_evenness: None,
+            sim_evenness: None,
         }
     }
 
@@ -899,6 +969,52 @@ mod tests {
         assert!(get("ratio mq-deadline").ok(), "-0.07 is the edge");
         assert!(!get("ratio bfq").ok(), "-0.08 is off");
         assert!(get("ratio bfq").line().ends_with("OFF"));
+    }
+
+    #[test]
+    fn a_group_of_several_jobs_is_counted_whole_and_its_evenness_shown() {
+        let job =
+            "[global]\nfilename=/dev/x\nioengine=libaio\ndirect=1\nbs=4k\nrw=randread\nsize=4m\n\
+                   [g]\nnumjobs=2\niodepth=2\n";
+        let rows = rows_of_job(job);
+        assert_eq!(rows.len(), 1);
+        let g = rows[0].sim.as_ref().unwrap();
+        assert_eq!(g.jobs, 2);
+        // Two equal jobs, one per CPU: the total is two medians, the
+        // evenness 1.
+        assert!((g.iops_total / g.iops - 2.0).abs() < 0.05, "{g:?}");
+        assert!(g.iops_evenness > 0.95, "{g:?}");
+        assert!(rows[0].meas_evenness.is_some() && rows[0].sim_evenness.is_some());
+        let lines = evenness_lines(&rows);
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].starts_with("jobs' evenness under none"),
+            "{lines:?}"
+        );
+        // A single job has no evenness to show.
+        let one =
+            rows_of_job("[a]\nfilename=/dev/x\nioengine=libaio\ndirect=1\nrw=randread\nsize=4m\n");
+        assert!(one[0].meas_evenness.is_none() && evenness_lines(&one).is_empty());
+    }
+
+    #[test]
+    fn an_uneven_simulated_group_fails_the_evenness_check() {
+        // The simulation gives two of ten jobs a quarter of the others' rate
+        // where the lab's jobs were even: its median job looks faster than
+        // the lab's, the check says the split is wrong.
+        let mut r = row("mq-deadline", 0.94, 0.92, (21000.0, 27000.0));
+        (r.meas_evenness, r.sim_evenness) = (Stat::of(&[0.90]), Some(0.23));
+        let v = verdicts(&[r.clone()], "none");
+        let even = v.iter().find(|x| x.what == "even mq-deadline").unwrap();
+        assert!(!even.ok());
+        assert!(even.line().contains("-0.670"), "{}", even.line());
+        r.sim_evenness = Some(0.80);
+        let v = verdicts(&[r], "none");
+        assert!(v
+            .iter()
+            .find(|x| x.what == "even mq-deadline")
+            .unwrap()
+            .ok());
     }
 
     #[test]

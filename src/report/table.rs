@@ -27,7 +27,13 @@ pub struct GroupRow {
     pub jobs: usize,
     /// KiB/s, as fio's `bw`.
     pub bw_kib: f64,
+    /// Median over the entries.
     pub iops: f64,
+    /// The entries' sum: the group's throughput.
+    pub iops_total: f64,
+    /// The lowest entry's IOPS over the highest's (1 for a single entry):
+    /// how evenly the group's jobs shared the device.
+    pub iops_evenness: f64,
     /// Mean total latency (fio's `lat`), us.
     pub lat_mean_us: f64,
     /// 99th percentile of completion latency (fio's `clat`), us.
@@ -100,6 +106,9 @@ pub fn group_rows(report: &RunReport) -> Vec<GroupRow> {
         .zip(vals)
         .map(|((name, groupid, dir), v)| {
             let col = |k: usize| median(&mut v.iter().map(|x| x[k]).collect::<Vec<_>>());
+            let (lo, hi) = v.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+                (lo.min(x[1]), hi.max(x[1]))
+            });
             GroupRow {
                 name,
                 groupid,
@@ -107,6 +116,8 @@ pub fn group_rows(report: &RunReport) -> Vec<GroupRow> {
                 jobs: v.len(),
                 bw_kib: col(0),
                 iops: col(1),
+                iops_total: v.iter().map(|x| x[1]).sum(),
+                iops_evenness: if hi > 0.0 { lo / hi } else { 1.0 },
                 lat_mean_us: col(2),
                 p99_us: col(3),
             }
