@@ -747,8 +747,8 @@ impl Fitter {
     /// The loop model (a file on tmpfs: the CPUs are the device). The
     /// host's CPU speed and the NOWAIT share are searched; for each pair the
     /// worker's work per command is bisected to the one-job QD64 read
-    /// ceiling, the copy rate to the 128 KiB sequential reads, the wake-up
-    /// shifted to the QD1 latencies; the pair with the smallest error over
+    /// ceiling, the copy rates to the 128 KiB sequential reads and writes,
+    /// the wake-up shifted to the QD1 latencies; the pair with the smallest error over
     /// every probe wins. The 4-job probes tell the speed apart: one job
     /// leaves the worker a CPU of its own, four share both CPUs with it, so
     /// the submitter's share of the work (the speed) and the worker's (its
@@ -803,6 +803,7 @@ impl Fitter {
         let mut l = LoopParams {
             work_ns: 1_000,
             copy_bandwidth: 8_000_000_000,
+            write_copy_bandwidth: None,
             nowait_percent: nowait,
         };
         self.cpu = Some(loop_costs(speed, 5_000));
@@ -814,6 +815,13 @@ impl Fitter {
                 &mut l,
                 "seqread-128k",
                 |l, x| l.copy_bandwidth = bw(x),
+                0,
+                1_000_000,
+            );
+            self.bisect_loop(
+                &mut l,
+                "seqwrite-128k",
+                |l, x| l.write_copy_bandwidth = Some(bw(x)),
                 0,
                 1_000_000,
             );
@@ -1466,6 +1474,9 @@ fn model_section(s: &mut String, fit: &Fit) {
             s.push_str("\n[loop]\n");
             let _ = writeln!(s, "work_ns = {}              # ns per command in the worker besides the copy: fitted to the QD64 4 KiB read ceiling", l.work_ns);
             let _ = writeln!(s, "copy_bandwidth = {}    # bytes/s one CPU copies: fitted to the 128 KiB sequential reads", l.copy_bandwidth);
+            if let Some(w) = l.write_copy_bandwidth {
+                let _ = writeln!(s, "write_copy_bandwidth = {w}    # bytes/s one CPU copies into the backing file: fitted to the 128 KiB sequential writes");
+            }
             let _ = writeln!(s, "nowait_percent = {}         # % of reads/writes the NOWAIT try in queue_rq completes: the share that fits best", l.nowait_percent);
         }
         Params::Ram(r) => {
@@ -1748,6 +1759,7 @@ mod tests {
                 Params::Loop(LoopParams {
                     work_ns: 200_000,
                     copy_bandwidth: MAX_BANDWIDTH,
+                    write_copy_bandwidth: Some(MAX_BANDWIDTH),
                     nowait_percent: 100,
                 }),
                 Some(CpuCosts {
@@ -1844,6 +1856,7 @@ mod tests {
         let params = Params::Loop(LoopParams {
             work_ns: 3_000,
             copy_bandwidth: 4_000_000_000,
+            write_copy_bandwidth: None,
             nowait_percent: 25,
         });
         let fitted = loop_costs(0.5, 5_000);
