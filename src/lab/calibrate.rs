@@ -2005,6 +2005,25 @@ mod tests {
         assert!(plain.cpu.is_none());
     }
 
+    /// A loop device whose writes copy at half the reads' rate: the fit at
+    /// the truth's host speed and NOWAIT share gets both rates back.
+    #[test]
+    fn fit_loop_recovers_the_write_copy_rate() {
+        let truth = LoopParams {
+            work_ns: 2_000,
+            copy_bandwidth: 8_000_000_000,
+            write_copy_bandwidth: Some(4_000_000_000),
+            nowait_percent: 0,
+        };
+        let mut f = test_fitter(Some(loop_costs(0.5, 5_000)));
+        f.measured = f.simulate_all(&Params::Loop(truth.clone()));
+        let (_, l, _, _) = f.fit_loop_at(0.5, 0);
+        let near = |a: u64, b: u64| (a as f64 / b as f64 - 1.0).abs() < 0.1;
+        assert!(near(l.copy_bandwidth, truth.copy_bandwidth), "{l:?}");
+        let w = l.write_copy_bandwidth.expect("fitted");
+        assert!(near(w, 4_000_000_000), "{l:?}");
+    }
+
     /// A device that is exactly an nvme profile is recovered closely.
     #[test]
     fn fit_recovers_a_simulated_device() {
