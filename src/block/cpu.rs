@@ -625,6 +625,26 @@ pub struct CpuState {
     /// last said (`set_tasks_waiting`): what a kernel thread woken on that
     /// CPU queues behind.
     tasks_waiting: Vec<u32>,
+    /// Per CPU: a task holds it within its protected slice, as the task
+    /// layer's run queues last said (`set_held`); a kernel thread woken
+    /// there waits for its turn.
+    held: Vec<bool>,
+    /// The device's kernel worker: where it runs its list (tasks asking for
+    /// that CPU wait), whether it waits for a held CPU, the CPU whose turn
+    /// the task layer gave it, and the CPU it left (whose waiting tasks the
+    /// task layer wakes).
+    pub worker: WorkerSeat,
+}
+
+/// Where the device's kernel worker sits among the tasks (see `CpuState`).
+#[derive(Clone, Debug, Default)]
+pub struct WorkerSeat {
+    pub on: Option<u16>,
+    pub parked: bool,
+    /// The CPU the parked worker waits for (None: any).
+    pub park_on: Option<u16>,
+    pub granted: Option<u16>,
+    pub left: Vec<u16>,
 }
 
 impl CpuState {
@@ -637,6 +657,18 @@ impl CpuState {
             cur_begin: 0,
             busy_ns: vec![0; nr_cpus],
             tasks_waiting: vec![0; nr_cpus],
+            held: vec![false; nr_cpus],
+            worker: WorkerSeat::default(),
+        }
+    }
+    /// Whether a task holds `cpu` within its protected slice.
+    pub fn held(&self, cpu: u16) -> bool {
+        self.held.get(cpu as usize).copied().unwrap_or(false)
+    }
+    /// The task layer says whether a task holds `cpu`.
+    pub fn set_held(&mut self, cpu: u16, held: bool) {
+        if let Some(h) = self.held.get_mut(cpu as usize) {
+            *h = held;
         }
     }
     pub fn nr_cpus(&self) -> usize {

@@ -112,6 +112,9 @@ pub struct SoftirqRun {
 
 /// Marks a wake-up token as CPU work (`Device::cpu_work`).
 pub const CPU_WORK: u64 = 1 << 63;
+/// The token of a device's kernel worker (one per device): its `cpu_work`
+/// runs the worker's next command.
+pub const WORKER_TOKEN: u64 = 0;
 /// Marks a `Device` timer token as a softirq run the block layer queued
 /// (the rest of the token is its slot); never passed to the device.
 pub const SOFTIRQ_RUN: u64 = 1 << 62;
@@ -188,6 +191,14 @@ impl<'a> DeviceCpus<'a> {
     /// fair scheduler places it among them) gets the CPU after them.
     pub fn tasks_waiting(&self, cpu: u16) -> u32 {
         self.state.tasks_waiting(cpu)
+    }
+    /// Whether a task holds `cpu` within its protected slice.
+    pub fn held(&self, cpu: u16) -> bool {
+        self.state.held(cpu)
+    }
+    /// The worker's seat among the tasks.
+    pub fn worker(&mut self) -> &mut crate::block::cpu::WorkerSeat {
+        &mut self.state.worker
     }
     /// When `cpu` can start new work.
     pub fn free_at(&self, cpu: u16) -> Ns {

@@ -699,6 +699,15 @@ impl BlockLayer {
         let i = self.cpu_index(cpu);
         self.cpu.set_tasks_waiting(i, n);
     }
+    /// The task layer says whether a task holds `cpu` within its slice.
+    pub fn set_cpu_held(&mut self, cpu: u16, held: bool) {
+        let i = self.cpu_index(cpu);
+        self.cpu.set_held(i, held);
+    }
+    /// The device's kernel worker's seat among the tasks.
+    pub fn worker_seat(&mut self) -> &mut cpu::WorkerSeat {
+        &mut self.cpu.worker
+    }
     /// CPU time `cpu` has worked so far (every kind of work).
     pub fn cpu_busy_ns(&self, cpu: u16) -> Ns {
         self.cpu.busy_ns[self.cpu_index(cpu) as usize]

@@ -40,7 +40,9 @@ use super::Profile;
 use crate::block::cpu::CONTEXT_SWITCH_NS;
 #[cfg(test)]
 use crate::block::driver::SoftirqRun;
-use crate::block::driver::{Device, DeviceCmd, DeviceCpus, DeviceOut, QueueLimits, Submit};
+use crate::block::driver::{
+    Device, DeviceCmd, DeviceCpus, DeviceOut, QueueLimits, Submit, WORKER_TOKEN,
+};
 use crate::block::request::{Op, RqId};
 use crate::sim::time::{Ns, NS_PER_SEC};
 use serde::Deserialize;
@@ -71,6 +73,15 @@ pub struct LoopParams {
     /// submitter-side work the model does not place otherwise.
     #[serde(default)]
     pub nowait_percent: u32,
+    /// true: the worker is a task of the fair scheduler as the kernel's
+    /// kworker is. It does not take a CPU whose task is within its
+    /// protected slice (EEVDF's RUN_TO_PARITY): it waits for the first turn
+    /// (the holder sleeps or its slice ends), then runs its list while the
+    /// tasks that ask for that CPU wait. false (the default): it takes a
+    /// CPU whenever the CPU is free, between a task's calls. Not fitted by
+    /// `calibrate` yet; see the README (the lab, 2026-11-30).
+    #[serde(default)]
+    pub worker_waits_for_holder: bool,
 }
 
 /// The `[loop]` table's ranges.
@@ -89,8 +100,6 @@ pub fn check(p: &LoopParams) -> Result<(), BadValue> {
     in_range("loop.nowait_percent", p.nowait_percent, 0, 100, "%")
 }
 
-/// Worker wake-up tokens: one per worker (there is one).
-const WORKER_TOKEN: u64 = 0;
 /// A switch between the worker and ksoftirqd, reference core: two kernel
 /// threads, so no address-space switch — taken as half the task layer's
 /// context switch (CONTEXT_SWITCH_NS, 1.5 us, which includes one). A model
@@ -110,6 +119,11 @@ pub struct Loop {
     worker_waking: bool,
     /// The CPU the worker last ran on.
     worker_cpu: Option<u16>,
+    /// The worker's CPU time per CPU so far: where it goes when several
+    /// CPUs would do (the kernel's load balancing moves the tasks so that
+    /// every CPU carries the same load; the model's tasks stay put, so the
+    /// worker spreads its own time instead).
+    worker_ns: Vec<Ns>,
     /// Commands seen, for the NOWAIT share (an exact interleave, no RNG).
     commands: u64,
     /// Completions raised that their CPU's ksoftirqd has not run yet
@@ -131,6 +145,7 @@ impl Loop {
             worker_active: false,
             worker_waking: false,
             worker_cpu: None,
+            worker_ns: Vec::new(),
             commands: 0,
             softirq_pending: Vec::new(),
         })
@@ -227,23 +242,62 @@ impl Device for Loop {
     }
 
     fn cpu_work(&mut self, now: Ns, _token: u64, cpus: &mut DeviceCpus, out: &mut DeviceOut) {
-        let Some((id, cost)) = self.list.pop_front() else {
+        if self.list.is_empty() {
             self.worker_active = false;
+            self.leave_cpu(cpus);
             return;
-        };
+        }
         // Woken: where the CPU scheduler puts an unbound kworker (an idle
         // CPU other than the submitter's). Running: it stays on its CPU
-        // while that is free, else load balancing moves it.
-        let cpu = match self.worker_cpu {
+        // while that is free, else load balancing moves it. A CPU whose
+        // task is within its protected slice (EEVDF's RUN_TO_PARITY) is
+        // not taken: the worker waits for the first CPU whose turn comes
+        // (the task layer grants it) unless another is not held.
+        let granted = cpus.worker().granted.take();
+        let mut cpu = match (granted, self.worker_cpu) {
+            (Some(c), _) => c,
             _ if self.worker_waking => cpus.wake_placement(),
-            Some(c) if cpus.free_at(c) <= now => c,
-            prev => cpus.earliest_free(prev),
+            (_, Some(c)) if cpus.free_at(c) <= now => c,
+            (_, prev) => cpus.earliest_free(prev),
         };
+        let seated = self.p.worker_waits_for_holder;
+        if seated && granted.is_none() && cpus.worker().on != Some(cpu) && cpus.held(cpu) {
+            if self.worker_ns.len() < cpus.nr() {
+                self.worker_ns.resize(cpus.nr(), 0);
+            }
+            let load = &self.worker_ns;
+            match (0..cpus.nr() as u16)
+                .filter(|&c| !cpus.held(c))
+                .min_by_key(|&c| (load[c as usize], c))
+            {
+                Some(c) => cpu = c,
+                None => {
+                    // Runnable, queued behind the holders: no wake-up from
+                    // idle when its turn comes, a switch.
+                    self.worker_waking = false;
+                    let lightest = (0..cpus.nr() as u16).min_by_key(|&c| (load[c as usize], c));
+                    self.leave_cpu(cpus);
+                    let seat = cpus.worker();
+                    seat.parked = true;
+                    seat.park_on = lightest;
+                    return;
+                }
+            }
+        }
+        let Some((id, cost)) = self.list.pop_front() else {
+            unreachable!("the list was not empty")
+        };
+        if seated && cpus.worker().on != Some(cpu) {
+            self.leave_cpu(cpus);
+            cpus.worker().on = Some(cpu);
+        }
         self.worker_cpu = Some(cpu);
         // A woken worker on an idle CPU first pays the host's wake-up (the
         // IPI, the exit from idle, the switch; `[cpu] wake_ns`).
         let wake = if std::mem::take(&mut self.worker_waking) {
             cpus.wake_cost(cpu, now)
+        } else if granted.is_some() {
+            CONTEXT_SWITCH_NS
         } else {
             0
         };
@@ -270,15 +324,32 @@ impl Device for Loop {
         } else {
             2 * KSOFTIRQD_SWITCH_NS
         };
+        let start = cpus.free_at(cpu).max(now);
         let end = cpus.run_with(cpu, now, wake, cost + preempt);
+        if self.worker_ns.len() < cpus.nr() {
+            self.worker_ns.resize(cpus.nr(), 0);
+        }
+        self.worker_ns[cpu as usize] += end - start;
         self.softirq_pending.push((cpu, id));
         self.run_softirqs(cpu, end, defer, cpus, out);
         if self.list.is_empty() {
             self.worker_active = false;
+            self.leave_cpu(cpus);
         } else {
             // The next command after the completion (1 ns later keeps the
             // worker behind it and behind a task woken for this CPU).
             out.cpu_wakeup(end + 1, WORKER_TOKEN);
+        }
+    }
+}
+
+impl Loop {
+    /// The worker gives up the CPU it ran its list on: the task layer
+    /// wakes the tasks that waited for it.
+    fn leave_cpu(&mut self, cpus: &mut DeviceCpus) {
+        let seat = cpus.worker();
+        if let Some(c) = seat.on.take() {
+            seat.left.push(c);
         }
     }
 }

@@ -805,6 +805,7 @@ impl Fitter {
             copy_bandwidth: 8_000_000_000,
             write_copy_bandwidth: None,
             nowait_percent: nowait,
+            worker_waits_for_holder: false,
         };
         self.cpu = Some(loop_costs(speed, 5_000));
         for _ in 0..2 {
@@ -1478,6 +1479,9 @@ fn model_section(s: &mut String, fit: &Fit) {
                 let _ = writeln!(s, "write_copy_bandwidth = {w}    # bytes/s one CPU copies into the backing file: fitted to the 128 KiB sequential writes");
             }
             let _ = writeln!(s, "nowait_percent = {}         # % of reads/writes the NOWAIT try in queue_rq completes: the share that fits best", l.nowait_percent);
+            if l.worker_waits_for_holder {
+                let _ = writeln!(s, "worker_waits_for_holder = true  # the worker waits for a task's protected slice");
+            }
         }
         Params::Ram(r) => {
             s.push_str("\n[ram]\n");
@@ -1761,6 +1765,7 @@ mod tests {
                     copy_bandwidth: MAX_BANDWIDTH,
                     write_copy_bandwidth: Some(MAX_BANDWIDTH),
                     nowait_percent: 100,
+                    worker_waits_for_holder: false,
                 }),
                 Some(CpuCosts {
                     hook_speed: Some(HOOK_SPEED_MIN),
@@ -1858,6 +1863,7 @@ mod tests {
             copy_bandwidth: 4_000_000_000,
             write_copy_bandwidth: None,
             nowait_percent: 25,
+            worker_waits_for_holder: false,
         });
         let fitted = loop_costs(0.5, 5_000);
         let truth = CpuCosts {
@@ -2014,6 +2020,7 @@ mod tests {
             copy_bandwidth: 8_000_000_000,
             write_copy_bandwidth: Some(4_000_000_000),
             nowait_percent: 0,
+            worker_waits_for_holder: false,
         };
         let mut f = test_fitter(Some(loop_costs(0.5, 5_000)));
         f.measured = f.simulate_all(&Params::Loop(truth.clone()));

@@ -6,7 +6,7 @@
 
 use super::settings::{self, Settings};
 use super::{scheduler, scheduler_in, Error, InputError, Progress, RunSpec};
-use crate::block::driver::CPU_WORK;
+use crate::block::driver::{CPU_WORK, WORKER_TOKEN};
 use crate::block::elevator::ElevatorType;
 use crate::block::{BioDone, BlockLayer, Env, QueueSetup};
 use crate::cache::{CacheSetup, PageCache};
@@ -577,6 +577,9 @@ impl Simulation {
                         self.publish_tasks_waiting();
                     }
                     self.with_block(t, |b, env| b.device_wake(env, tok));
+                    if tok & CPU_WORK != 0 {
+                        self.worker_left_cpus();
+                    }
                 }
                 Event::QueueRun(h) => {
                     self.with_block(t, |b, env| b.delayed_run(env, h));
@@ -640,12 +643,13 @@ impl Simulation {
             return;
         }
         for cpu in 0..self.cfg.machine.cpus.max(1) as u16 {
-            let n = if shared {
-                self.runqueues.waiting_len(cpu)
+            let (n, held) = if shared {
+                (self.runqueues.waiting_len(cpu), self.runqueues.holds(cpu))
             } else {
-                0
+                (0, false)
             };
             self.block.set_tasks_waiting(cpu, n);
+            self.block.set_cpu_held(cpu, held);
         }
         self.tasks_waiting_published = shared;
     }
@@ -817,9 +821,31 @@ impl Simulation {
         let sleep = self.tasks[id as usize].task.sleep;
         let runnable = matches!(sleep, None | Some(SleepReason::Cpu));
         self.runqueues.set_runnable(id, cpu, runnable);
-        if !self.runqueues.turn_over(cpu) {
+        let seat = self.block.worker_seat();
+        if seat.parked && seat.park_on.is_none_or(|c| c == cpu) && !self.runqueues.holds(cpu) {
+            // The device's worker waited for a CPU: this one's turn goes to
+            // it (a kernel thread that sleeps often has the least virtual
+            // runtime); the tasks waiting here follow when it leaves.
+            let seat = self.block.worker_seat();
+            seat.parked = false;
+            seat.granted = Some(cpu);
+            self.runqueues.kernel_thread_took(cpu);
+            let at = self.block.cpu_free_at(cpu).max(self.now);
+            self.events.push(
+                at,
+                Event::Timer(TimerOwner::Device, CPU_WORK | WORKER_TOKEN),
+            );
             return;
         }
+        if self.block.worker_seat().on == Some(cpu) || !self.runqueues.turn_over(cpu) {
+            // The device's worker runs here: its leaving wakes the waiters.
+            return;
+        }
+        self.wake_next_waiter(cpu);
+    }
+
+    /// The task whose turn is next on `cpu` is woken for when it frees.
+    fn wake_next_waiter(&mut self, cpu: u16) {
         if let Some(next) = self.runqueues.next_waiter(cpu) {
             let at = self.block.cpu_free_at(cpu).max(self.now);
             let t = &mut self.tasks[next as usize].task;
@@ -827,6 +853,15 @@ impl Simulation {
                 t.wake_pending = Some(at);
                 self.events.push(at, Event::wake(next));
             }
+        }
+    }
+
+    /// After the device's worker ran: the CPUs it left go to the tasks that
+    /// waited for them.
+    fn worker_left_cpus(&mut self) {
+        let left = std::mem::take(&mut self.block.worker_seat().left);
+        for cpu in left {
+            self.wake_next_waiter(cpu);
         }
     }
 

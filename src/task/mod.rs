@@ -239,6 +239,13 @@ impl TaskCx<'_> {
         if !shared {
             return true;
         }
+        if self.block.worker_seat().on == Some(task.cpu) {
+            // The device's worker runs its list here: the task waits its
+            // turn (woken when the worker leaves).
+            self.cpus.wait_for_kernel_thread(task.id, task.cpu);
+            task.sleep = Some(SleepReason::Cpu);
+            return false;
+        }
         match self.cpus.ask(task.id, task.cpu) {
             Grant::Run { switch_ns } => {
                 if switch_ns > 0 {

@@ -155,6 +155,28 @@ impl RunQueues {
         }
     }
 
+    /// `id` is runnable but a kernel thread runs on `cpu` (the device's
+    /// worker, outside these queues): it waits, even if it had the CPU.
+    pub fn wait_for_kernel_thread(&mut self, id: TaskId, cpu: u16) {
+        if !self.is_queued(id) {
+            if self.cpus[cpu as usize].curr != Some(id) {
+                self.place_after_sleep(id, cpu);
+            }
+            self.enqueue(id, cpu);
+        }
+        self.kernel_thread_took(cpu);
+    }
+
+    /// A kernel thread outside these queues (the device's worker) got
+    /// `cpu`: the task that had it no longer holds it, and the next turn
+    /// goes by virtual runtime.
+    pub fn kernel_thread_took(&mut self, cpu: u16) {
+        let rq = &mut self.cpus[cpu as usize];
+        rq.curr = None;
+        rq.curr_runnable = false;
+        rq.slice_used = 0;
+    }
+
     #[inline]
     fn is_queued(&self, id: TaskId) -> bool {
         self.waits_on[id as usize].is_some()
@@ -287,6 +309,13 @@ impl RunQueues {
         }
     }
 
+    /// Whether a task holds `cpu` within its slice and goes on wanting it
+    /// (a kernel thread woken there waits for its turn).
+    pub fn holds(&self, cpu: u16) -> bool {
+        let rq = &self.cpus[cpu as usize];
+        rq.curr.is_some() && rq.curr_runnable && rq.slice_used < self.slice_ns
+    }
+
     /// Whether the waiting tasks should be woken when `cpu` frees: the
     /// current task went to sleep, had its slice or ended.
     pub fn turn_over(&self, cpu: u16) -> bool {
@@ -383,6 +412,29 @@ mod tests {
         assert_eq!(rq.ask(0, 0), Grant::Yield(1));
         assert_eq!(rq.next_waiter(0), Some(1));
         assert_eq!(rq.ask(1, 0), Grant::Run { switch_ns: 100 });
+        assert_eq!(rq.next_waiter(0), Some(0));
+    }
+
+    #[test]
+    fn a_kernel_thread_waits_for_a_holder_and_takes_its_turn_from_it() {
+        let mut rq = two_on_one();
+        let slice = rq.slice_ns();
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        rq.account(0, 0, slice / 4);
+        rq.set_runnable(0, 0, true);
+        // Within its slice task 0 holds the CPU: a kernel thread waits.
+        assert!(rq.holds(0));
+        // Asleep, it holds nothing.
+        rq.set_runnable(0, 0, false);
+        assert!(!rq.holds(0));
+        rq.set_runnable(0, 0, true);
+        // The thread took the CPU: task 0, asking again, waits like task
+        // 1, and the next turn goes by virtual runtime (1 has had less).
+        rq.wait_for_kernel_thread(0, 0);
+        rq.wait_for_kernel_thread(1, 0);
+        assert!(!rq.holds(0));
+        assert_eq!(rq.next_waiter(0), Some(1));
+        assert_eq!(rq.ask(1, 0), Grant::Run { switch_ns: 0 });
         assert_eq!(rq.next_waiter(0), Some(0));
     }
 
