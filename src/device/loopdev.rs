@@ -30,10 +30,12 @@
 //! on a real loop device, with the host's wake-up cost (`[cpu] wake_ns`),
 //! which a worker woken on an idle CPU pays before its first command. Not
 //! modelled: per-blkcg workers (one worker serves every cgroup), a backing
-//! file on a real device (its own latency), the idle-worker reaping timer,
-//! and the worker as a task of the run queues (it lets waiting tasks run
-//! between its commands, where the kernel's kworker keeps its CPU for about
-//! ten commands on E2).
+//! file on a real device (its own latency), the idle-worker reaping timer.
+//! By default the worker takes a CPU at any gap between a task's calls and
+//! lets waiting tasks run between its commands, where the kernel's kworker
+//! waits for the running task's protected slice like any task and then
+//! keeps its CPU for about ten commands on E2; `worker_waits_for_holder`
+//! models that (off by default: see the README, the lab, 2026-11-30).
 
 use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
