@@ -173,6 +173,17 @@ fn qd4_sleeps_are_woken_once_and_stay_below_the_ceiling() {
     assert!(iops(&q4) > 100_000.0, "{}", iops(&q4));
 }
 
+/// The lowest and the highest job's IOPS of a run.
+fn job_iops_range(r: &RunReport) -> (f64, f64) {
+    r.jobs
+        .iter()
+        .map(|j| {
+            let ios = j.stats.total_ios(Ddir::Read) + j.stats.total_ios(Ddir::Write);
+            ios as f64 / (j.elapsed_ns as f64 / 1e9)
+        })
+        .fold((f64::MAX, 0.0f64), |(lo, hi), x| (lo.min(x), hi.max(x)))
+}
+
 /// E2's twelve jobs on two CPUs, on a profile calibrated on the lab VM:
 /// tasks wait for the worker's CPU, so that CPU's ksoftirqd waits its turn
 /// behind them and then runs the completions raised meanwhile together. The
@@ -192,22 +203,12 @@ fn e2_completions_run_in_batches_while_tasks_wait_for_the_workers_cpu() {
     spec.device.profile = Some(std::fs::read_to_string(&profile).unwrap());
     let r = run::run(&spec).expect("runs");
     let c = r.elevator.counters.expect("simulation");
-    let per_job: Vec<f64> = r
-        .jobs
-        .iter()
-        .map(|j| {
-            let ios = j.stats.total_ios(Ddir::Read) + j.stats.total_ios(Ddir::Write);
-            ios as f64 / (j.elapsed_ns as f64 / 1e9)
-        })
-        .collect();
+    let (lo, hi) = job_iops_range(&r);
     let ios: u64 = r
         .jobs
         .iter()
         .map(|j| j.stats.total_ios(Ddir::Read) + j.stats.total_ios(Ddir::Write))
         .sum();
-    let (lo, hi) = per_job
-        .iter()
-        .fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
     let per_run = c.softirq_completions as f64 / c.softirq_runs as f64;
     eprintln!(
         "E2 on loop: {} softirq runs for {ios} I/Os ({per_run:.2} completions each), \
@@ -287,16 +288,6 @@ fn a_seated_worker_cuts_e2s_tail_and_keeps_its_jobs_even() {
         p99 / 1000
     );
     assert!(p99 < p99_free, "{p99} vs {p99_free}");
-    let per_job: Vec<f64> = r
-        .jobs
-        .iter()
-        .map(|j| {
-            let ios = j.stats.total_ios(Ddir::Read) + j.stats.total_ios(Ddir::Write);
-            ios as f64 / (j.elapsed_ns as f64 / 1e9)
-        })
-        .collect();
-    let (lo, hi) = per_job
-        .iter()
-        .fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    let (lo, hi) = job_iops_range(&r);
     assert!(lo > 0.85 * hi, "jobs {lo:.0}-{hi:.0} IOPS");
 }
