@@ -249,6 +249,9 @@ impl Device for Loop {
             self.leave_cpu(cpus);
             return;
         }
+        if self.worker_ns.len() < cpus.nr() {
+            self.worker_ns.resize(cpus.nr(), 0);
+        }
         // Woken: where the CPU scheduler puts an unbound kworker (an idle
         // CPU other than the submitter's). Running: it stays on its CPU
         // while that is free, else load balancing moves it. A CPU whose
@@ -264,9 +267,6 @@ impl Device for Loop {
         };
         let seated = self.p.worker_waits_for_holder;
         if seated && granted.is_none() && cpus.worker().on != Some(cpu) && cpus.held(cpu) {
-            if self.worker_ns.len() < cpus.nr() {
-                self.worker_ns.resize(cpus.nr(), 0);
-            }
             let load = &self.worker_ns;
             match (0..cpus.nr() as u16)
                 .filter(|&c| !cpus.held(c))
@@ -286,9 +286,7 @@ impl Device for Loop {
                 }
             }
         }
-        let Some((id, cost)) = self.list.pop_front() else {
-            unreachable!("the list was not empty")
-        };
+        let (id, cost) = self.list.pop_front().expect("the list is not empty");
         if seated && cpus.worker().on != Some(cpu) {
             self.leave_cpu(cpus);
             cpus.worker().on = Some(cpu);
@@ -328,9 +326,6 @@ impl Device for Loop {
         };
         let start = cpus.free_at(cpu).max(now);
         let end = cpus.run_with(cpu, now, wake, cost + preempt);
-        if self.worker_ns.len() < cpus.nr() {
-            self.worker_ns.resize(cpus.nr(), 0);
-        }
         self.worker_ns[cpu as usize] += end - start;
         self.softirq_pending.push((cpu, id));
         self.run_softirqs(cpu, end, defer, cpus, out);

@@ -748,8 +748,8 @@ impl Fitter {
     /// host's CPU speed and the NOWAIT share are searched; for each pair the
     /// worker's work per command is bisected to the one-job QD64 read
     /// ceiling, the copy rates to the 128 KiB sequential reads and writes,
-    /// the wake-up shifted to the QD1 latencies; the pair with the smallest error over
-    /// every probe wins. The 4-job probes tell the speed apart: one job
+    /// the wake-up shifted to the QD1 latencies; the pair with the smallest
+    /// error over every probe wins. The 4-job probes tell the speed apart: one job
     /// leaves the worker a CPU of its own, four share both CPUs with it, so
     /// the submitter's share of the work (the speed) and the worker's (its
     /// work) move those ceilings differently.

@@ -859,10 +859,12 @@ impl Simulation {
     /// After the device's worker ran: the CPUs it left go to the tasks that
     /// waited for them.
     fn worker_left_cpus(&mut self) {
-        let left = std::mem::take(&mut self.block.worker_seat().left);
-        for cpu in left {
+        // By index: the list keeps its buffer for the next time.
+        for i in 0..self.block.worker_seat().left.len() {
+            let cpu = self.block.worker_seat().left[i];
             self.wake_next_waiter(cpu);
         }
+        self.block.worker_seat().left.clear();
     }
 
     /// The end-of-run checks: every job finished, every bio and request
