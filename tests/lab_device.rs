@@ -338,6 +338,7 @@ fn calibrate_then_validate_on_a_tmpfs_loop() {
         "--no-progress",
     ]);
     assert!(o.status.success(), "{}", text(&o));
+    let kept = dir.path().join("kept");
     let o = elevator(&[
         "validate",
         &j,
@@ -348,9 +349,28 @@ fn calibrate_then_validate_on_a_tmpfs_loop() {
         "--schedulers",
         "none,mq-deadline,bfq",
         "--quiet",
+        "--save-json",
+        kept.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let v = String::from_utf8_lossy(&o.stdout);
+    // The kept session, set against the same profile again without
+    // measuring, gives the same report under another title.
+    let again = elevator(&[
+        "validate",
+        &j,
+        "--from-lab",
+        kept.to_str().unwrap(),
+        "--profile",
+        prof.to_str().unwrap(),
+    ]);
+    assert!(again.status.success(), "{}", text(&again));
+    let w = String::from_utf8_lossy(&again.stdout);
+    assert!(w.lines().next().unwrap().contains("recorded in"), "{w}");
+    assert_eq!(
+        v.lines().skip(1).collect::<Vec<_>>(),
+        w.lines().skip(1).collect::<Vec<_>>()
+    );
     for want in [
         "iops meas",
         "sim/meas",

@@ -29,6 +29,32 @@ fn a_device_that_does_not_exist_or_is_not_a_block_device_is_bad_input() {
             "not a block device",
         ),
         (vec!["validate", &j, "--dev", missing], "No such file"),
+        (
+            vec![
+                "validate",
+                &j,
+                "--from-lab",
+                "/nonexistent",
+                "--dev",
+                "/dev/x",
+            ],
+            "--dev is taken from the record",
+        ),
+        (
+            vec!["validate", &j, "--from-lab", "/nonexistent"],
+            "needs --profile",
+        ),
+        (
+            vec![
+                "validate",
+                &j,
+                "--from-lab",
+                "/nonexistent",
+                "--profile",
+                "nvme",
+            ],
+            "lab.json",
+        ),
         (vec!["calibrate", "/dev/null"], "not a block device"),
         (vec!["calibrate", missing], "No such file"),
         (vec!["loop", "remove", missing], "No such file"),

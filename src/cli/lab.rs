@@ -146,6 +146,11 @@ fn validate_opts() -> Vec<Opt> {
             "calibration model (nvme, loop, ram; default: best fit)",
         ),
         valued("save-profile", "FILE", "keep the calibrated profile"),
+        valued(
+            "from-lab",
+            "DIR",
+            "measure nothing: the runs a --save-json DIR kept (same job\nfile; needs --profile; --dev and the run options come from\nthe record)",
+        ),
         valued("cpus", "N", "simulated CPUs (default: this machine's)"),
         valued("format", "FMT", "table (default) or json"),
         HELP,
@@ -159,6 +164,7 @@ pub fn validate_help() -> String {
 
 USAGE:
     elevator validate JOBFILE --dev DEV [--profile P] [OPTIONS]
+    elevator validate JOBFILE --from-lab DIR --profile P [--cpus N] [--format FMT]
 
 Runs the job on DEV under each scheduler (as `lab`) and in simulation on
 the profile (calibrated first when --profile is not given), then prints per
@@ -173,7 +179,10 @@ first scheduler's IOPS (±15%) and mean latency (±20%), every other
 scheduler's IOPS ratio to it (±0.07), every group's share (±5 points),
 every group's evenness (±0.15).
 Schedulers the simulator lacks are measured only. The job file is checked
-as for `elevator lab`.
+as for `elevator lab`. `--save-json DIR` also keeps the session's record
+(DIR/lab.json); `--from-lab DIR` sets those runs against the simulation
+again without measuring (no root, no device): one measurement checked
+against several profiles or builds, free of the machine's drift.
 
 {}
 {}",
@@ -646,6 +655,46 @@ fn load_probes(file: &str) -> Result<calibrate::Measured, CliError> {
     })
 }
 
+/// `validate --from-lab DIR`: the session a `--save-json DIR` kept, and the
+/// options it ran with. Options that would shape new runs are refused: the
+/// record's own apply.
+fn recorded_lab(a: &Parsed, job: &str, dir: &str) -> Result<(LabResult, LabOptions), CliError> {
+    const RUN_SHAPING: [&str; 8] = [
+        "dev",
+        "schedulers",
+        "set",
+        "max-runtime",
+        "mount",
+        "repeat",
+        "save-json",
+        "settle",
+    ];
+    if let Some(x) = RUN_SHAPING.iter().find(|x| a.get(x).is_some()) {
+        return Err(CliError::bad(format!(
+            "--from-lab {dir}: --{x} is taken from the record; leave it out"
+        )));
+    }
+    if a.get("profile").is_none() {
+        return Err(CliError::bad(format!(
+            "--from-lab {dir}: needs --profile (there is no device to calibrate)"
+        )));
+    }
+    let (lab, rec) = crate::lab::record::load(std::path::Path::new(dir), std::path::Path::new(job))
+        .map_err(CliError::bad)?;
+    let mut o = LabOptions::new(job, &lab.device);
+    o.sets = rec.sets;
+    o.max_runtime = rec.max_runtime_ns;
+    o.repeat = rec.repeat;
+    o.verbose = !a.flag("quiet");
+    o.mount = rec
+        .mount
+        .as_deref()
+        .map(crate::lab::fsmount::parse)
+        .transpose()
+        .map_err(|e| CliError::bad(format!("--from-lab {dir}: recorded --mount: {e}")))?;
+    Ok((lab, o))
+}
+
 /// `elevator validate`.
 pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
     let a = args::parse("validate", args, &validate_opts(), Unknown::Reject)?;
@@ -654,7 +703,14 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
     }
     let job = one_job(&a, "validate")?;
     let fmts = formats(&a, &["table", "json"], "table")?;
-    let o = lab_options(&a, &job)?;
+    let recorded = match a.get("from-lab") {
+        Some(dir) => Some(recorded_lab(&a, &job, dir)?),
+        None => None,
+    };
+    let o = match &recorded {
+        Some((_, o)) => o.clone(),
+        None => lab_options(&a, &job)?,
+    };
     let cpus = number(&a, "cpus", validate::machine_cpus(), 4096)?;
     // The simulation runs the job file as given (the lab's copy names the device).
     let machine = Machine {
@@ -708,7 +764,10 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
             profile.name, profile.description
         ));
     }
-    let lab = runner::run_lab(&o).map_err(lab_error)?;
+    let lab = match recorded {
+        Some((lab, _)) => lab,
+        None => runner::run_lab(&o).map_err(lab_error)?,
+    };
     let settings = SimSettings {
         profile: profile.clone(),
         sets: o.sets.clone(),
@@ -742,13 +801,22 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
             v["device"] = json!(lab.device);
             v["profile"] = json!(profile.name);
             v["rounds"] = json!(o.repeat);
+            if let Some(dir) = a.get("from-lab") {
+                v["recorded_in"] = json!(dir);
+            }
             out.push_str(&serde_json::to_string_pretty(&v).unwrap_or_default());
             out.push('\n');
         } else {
             let title = vec![
                 format!(
-                    "validate: {job} — lab on {} ({} round(s)) vs simulation on profile {} ({} CPUs)",
-                    lab.device, o.repeat, profile.name, cpus
+                    "validate: {job} — lab on {} ({} round(s){}) vs simulation on profile {} ({} CPUs)",
+                    lab.device,
+                    o.repeat,
+                    a.get("from-lab")
+                        .map(|d| format!(", recorded in {d}"))
+                        .unwrap_or_default(),
+                    profile.name,
+                    cpus
                 ),
                 String::new(),
             ];

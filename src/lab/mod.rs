@@ -11,6 +11,8 @@
 //!   for fio, so it can reach only the device (traces checked, logs kept in
 //!   the lab's private directory, cgroups, runtime cap).
 //! - [`fio`]: finding and running fio, and reading its JSON into a `RunReport`.
+//! - [`record`]: a session kept with `--save-json` and read back by
+//!   `validate --from-lab`.
 //! - [`runner`]: schedulers × rounds, interleaved, with everything restored
 //!   afterwards (also on error and on Ctrl-C, see [`signal`]).
 //! - [`session`]: what lab, validate and calibrate share: recovery of
@@ -36,6 +38,7 @@ pub mod fsmount;
 pub mod jobfile;
 pub mod journal;
 pub mod loopdev;
+pub mod record;
 pub mod runner;
 pub mod say;
 pub mod session;

@@ -568,7 +568,7 @@ fn session(
                 save_round(
                     dir,
                     work,
-                    &format!("round{round}-{sched}"),
+                    &super::record::run_prefix(round, &sched),
                     &fr.json,
                     &disk_log,
                 )?;
@@ -606,6 +606,17 @@ fn session(
             "CPU steal during the runs: {:.2} s in all (the hypervisor took CPU time)",
             steal as f64 / 1e9
         ));
+    }
+    if let Some(dir) = &o.save_json {
+        let job_text =
+            std::fs::read_to_string(&o.job).map_err(|e| format!("{}: {e}", o.job.display()))?;
+        let options = super::record::RecordedOptions {
+            sets: o.sets.clone(),
+            max_runtime_ns: o.max_runtime,
+            mount: o.mount.as_ref().map(|m| m.text.clone()),
+            repeat: o.repeat.max(1),
+        };
+        super::record::save(dir, &job_text, options, result)?;
     }
     Ok(())
 }
