@@ -588,11 +588,13 @@ fn entry_stats(e: &Value, spec: &JobSpec) -> JobStats {
     st
 }
 
-/// Busy and steal CPU time of the whole machine from /proc/stat, in ns.
+/// Busy and steal CPU time of the whole machine from /proc/stat, in ns,
+/// and the BLOCK softirqs run (its `softirq` line).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CpuTimes {
     pub busy_ns: Ns,
     pub steal_ns: Ns,
+    pub block_softirqs: u64,
 }
 
 impl CpuTimes {
@@ -602,7 +604,15 @@ impl CpuTimes {
     }
 
     /// busy = user + nice + system + irq + softirq; steal separately.
+    /// The `softirq` line counts per kind after the total, in the order
+    /// of include/linux/interrupt.h: HI, TIMER, NET_TX, NET_RX, BLOCK, ...
     pub fn parse(stat: &str, hz: u64) -> CpuTimes {
+        let block_softirqs = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("softirq "))
+            .and_then(|l| l.split_whitespace().nth(5))
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0);
         let Some(line) = stat.lines().find(|l| l.starts_with("cpu ")) else {
             return CpuTimes::default();
         };
@@ -616,6 +626,7 @@ impl CpuTimes {
         CpuTimes {
             busy_ns: to_ns(g(0) + g(1) + g(2) + g(5) + g(6)),
             steal_ns: to_ns(g(7)),
+            block_softirqs,
         }
     }
 
@@ -623,6 +634,7 @@ impl CpuTimes {
         CpuTimes {
             busy_ns: self.busy_ns.saturating_sub(earlier.busy_ns),
             steal_ns: self.steal_ns.saturating_sub(earlier.steal_ns),
+            block_softirqs: self.block_softirqs.saturating_sub(earlier.block_softirqs),
         }
     }
 }
@@ -633,10 +645,12 @@ mod tests {
 
     #[test]
     fn proc_stat() {
-        let s = "cpu  100 1 50 1000 7 3 2 4 0 0\ncpu0 1 2 3\n";
+        let s =
+            "cpu  100 1 50 1000 7 3 2 4 0 0\ncpu0 1 2 3\nsoftirq 900 1 300 2 3 77 0 5 400 0 112\n";
         let c = CpuTimes::parse(s, 100);
         assert_eq!(c.busy_ns, 156 * 10_000_000);
         assert_eq!(c.steal_ns, 4 * 10_000_000);
+        assert_eq!(c.block_softirqs, 77);
     }
 
     #[test]

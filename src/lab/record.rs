@@ -44,6 +44,8 @@ struct RecordedRun {
     fio_json: String,
     busy_ns: Ns,
     steal_ns: Ns,
+    #[serde(default)]
+    block_softirqs: u64,
     wall_ns: Ns,
     knobs: Vec<(String, String)>,
     /// The device's `stat` over the run, in the kernel's field order.
@@ -105,6 +107,7 @@ pub fn save(
                 fio_json: run_file(x.round, &x.scheduler),
                 busy_ns: x.cpu.busy_ns,
                 steal_ns: x.cpu.steal_ns,
+                block_softirqs: x.cpu.block_softirqs,
                 wall_ns: x.wall_ns,
                 knobs: x.report.elevator.knobs.clone(),
                 disk_stat: x.report.elevator.disk_stats.as_ref().map(stat_line),
@@ -173,6 +176,7 @@ pub fn load(dir: &Path, job: &Path) -> Result<(LabResult, RecordedOptions), Stri
             cpu: CpuTimes {
                 busy_ns: x.busy_ns,
                 steal_ns: x.steal_ns,
+                block_softirqs: x.block_softirqs,
             },
             wall_ns: x.wall_ns,
             disk_log: Vec::new(),
@@ -243,6 +247,7 @@ mod tests {
                 cpu: CpuTimes {
                     busy_ns: 7_000_000 * round as u64,
                     steal_ns: 5,
+                    block_softirqs: 40_000 + round as u64,
                 },
                 wall_ns: 1_100_000_000,
                 disk_log: Vec::new(),
@@ -275,7 +280,7 @@ mod tests {
         assert_eq!(after.runs.len(), 2);
         for (a, b) in after.runs.iter().zip(&before.runs) {
             assert_eq!((a.round, &a.scheduler), (b.round, &b.scheduler));
-            assert_eq!(a.cpu.busy_ns, b.cpu.busy_ns);
+            assert_eq!(a.cpu, b.cpu);
             assert_eq!(a.wall_ns, b.wall_ns);
             assert_eq!(a.report.elevator.knobs, b.report.elevator.knobs);
             assert_eq!(a.report.elevator.disk_stats, b.report.elevator.disk_stats);

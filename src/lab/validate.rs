@@ -594,7 +594,11 @@ pub fn render(title: &[String], inp: &Inputs, notes: &[String]) -> String {
     } else {
         let _ = writeln!(out, "  one round: measured differences under {:.0}% count as ties (use --repeat for paired ratios)", SINGLE_ROUND_TIE * 100.0);
     }
-    for line in share_lines(&rows).into_iter().chain(evenness_lines(&rows)) {
+    for line in share_lines(&rows)
+        .into_iter()
+        .chain(evenness_lines(&rows))
+        .chain(cpu_lines(inp))
+    {
         let _ = writeln!(out, "  {line}");
     }
     for v in verdicts(&rows, &first) {
@@ -684,6 +688,94 @@ fn evenness_lines(rows: &[Row]) -> Vec<String> {
             })
         })
         .collect()
+}
+
+/// The whole machine's busy CPU time per completed I/O, the jobs' own CPU
+/// use (fio's usr+sys, summed over the jobs), their context switches and
+/// the BLOCK softirq runs per I/O, per scheduler: the median of the rounds
+/// and the simulation. On a CPU-bound device these
+/// say which side of the model is too costly: the submitting tasks or the
+/// rest (the device's worker, completions).
+fn cpu_lines(inp: &Inputs) -> Vec<String> {
+    let jobs_cpu = |r: &RunReport| -> f64 {
+        r.jobs
+            .iter()
+            .filter(|j| j.stats.total_run_time_ms > 0)
+            .map(|j| {
+                let s = &j.stats;
+                (s.usr_time_ms + s.sys_time_ms) as f64 * 100.0 / s.total_run_time_ms as f64
+            })
+            .sum()
+    };
+    let ios = |r: &RunReport| -> f64 {
+        r.jobs
+            .iter()
+            .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>())
+            .sum::<u64>() as f64
+    };
+    let ctx_per_io =
+        |r: &RunReport| r.jobs.iter().map(|j| j.stats.ctx).sum::<u64>() as f64 / ios(r);
+    let mut per_io = Vec::new();
+    let mut fio = Vec::new();
+    let mut ctx = Vec::new();
+    let mut softirqs = Vec::new();
+    for sched in &inp.lab.schedulers {
+        let runs = inp.lab.runs_of(sched);
+        let of = |f: &dyn Fn(&super::runner::LabRun) -> f64| {
+            Stat::of(&runs.iter().map(|x| f(x)).collect::<Vec<_>>())
+        };
+        let meas_io = of(&|x| x.cpu_us_per_io());
+        let meas_fio = of(&|x| jobs_cpu(&x.report));
+        let meas_ctx = of(&|x| ctx_per_io(&x.report));
+        // A record kept before the count was taken reads 0 (shown as "-"):
+        // every completion of a real device raises BLOCK_SOFTIRQ or runs
+        // in one.
+        let meas_softirqs = of(&|x| match x.cpu.block_softirqs {
+            0 => f64::NAN,
+            n => n as f64 / ios(&x.report),
+        });
+        let sim = inp
+            .sims
+            .iter()
+            .find(|(s, _)| s == sched)
+            .and_then(|(_, r)| r.as_ref().ok());
+        let sim_io = sim.and_then(|r| {
+            let busy = r.elevator.cpu_busy_ns?;
+            super::calibrate::per_io(r, busy)
+        });
+        let show = |m: Option<Stat>, s: Option<f64>, digits: usize| {
+            let f = |v: f64| format!("{v:.digits$}");
+            format!(
+                "{sched} {} / {}",
+                m.map_or("-".into(), |m| f(m.median)),
+                s.map_or("-".into(), f)
+            )
+        };
+        per_io.push(show(meas_io, sim_io, 2));
+        fio.push(show(meas_fio, sim.map(jobs_cpu), 0));
+        ctx.push(show(meas_ctx, sim.map(ctx_per_io), 3));
+        let sim_softirqs =
+            sim.and_then(|r| Some(r.elevator.counters?.softirq_runs as f64 / ios(r)));
+        softirqs.push(show(meas_softirqs, sim_softirqs, 3));
+    }
+    vec![
+        format!(
+            "CPU per I/O, whole machine, us (measured median / simulated): {}",
+            per_io.join(", ")
+        ),
+        format!(
+            "fio's own CPU, all jobs, % of one CPU (measured median / simulated): {}",
+            fio.join(", ")
+        ),
+        format!(
+            "fio's context switches per I/O (measured median / simulated): {}",
+            ctx.join(", ")
+        ),
+        format!(
+            "BLOCK softirq runs per I/O (measured: the machine's, /proc/stat; simulated: a device's raised from process context, e.g. the loop worker's): {}",
+            softirqs.join(", ")
+        ),
+    ]
 }
 
 /// How far the simulated IOPS ratio to the first scheduler may be from the
