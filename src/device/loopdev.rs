@@ -35,7 +35,8 @@
 //! lets waiting tasks run between its commands, where the kernel's kworker
 //! waits for the running task's protected slice like any task and then
 //! keeps its CPU for about ten commands on E2; `worker_waits_for_holder`
-//! models that (off by default: see the README, the lab, 2026-11-30).
+//! models that (off by default; `calibrate` chooses per host: see the
+//! README, the lab, 2026-11-30).
 
 use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;

@@ -32,6 +32,7 @@ use crate::job::Ddir;
 use crate::report::table::{group_rows, num};
 use crate::run::JobSource;
 use crate::sim::time::{Ns, NS_PER_MS, NS_PER_SEC};
+use std::cmp::Ordering;
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -752,7 +753,10 @@ impl Fitter {
     /// error over every probe wins. The 4-job probes tell the speed apart: one job
     /// leaves the worker a CPU of its own, four share both CPUs with it, so
     /// the submitter's share of the work (the speed) and the worker's (its
-    /// work) move those ceilings differently.
+    /// work) move those ceilings differently. Both ways of sharing the CPUs
+    /// with the worker (`worker_waits_for_holder`) are tried at the three
+    /// best pairs: where tasks and worker share both CPUs (the 4-job
+    /// probes) they differ, and the host decides which fits.
     pub fn fit_loop(&mut self) -> Fit {
         let saved = self.cpu.take();
         // (error, params, wake-up cost, speed, points)
@@ -763,24 +767,38 @@ impl Fitter {
                 best = Some(c);
             }
         };
+        let by_error = |a: &(f64, f64, u32), b: &(f64, f64, u32)| {
+            a.0.partial_cmp(&b.0).unwrap_or(Ordering::Equal)
+        };
         let mut tried = Vec::new();
         for &speed in LOOP_SPEEDS {
             for nowait in [0u32, 25, 50, 75, 100] {
                 if signal::interrupted().is_some() {
                     break;
                 }
-                let (e, l, w, sim) = self.fit_loop_at(speed, nowait);
+                let (e, l, w, sim) = self.fit_loop_at(speed, nowait, false);
                 tried.push((e, speed, nowait));
                 keep((e, l, w, speed, sim));
             }
         }
-        // Refine the speed around the best candidate.
-        tried.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
-        if let Some(&(_, speed, nowait)) = tried.first() {
+        tried.sort_by(by_error);
+        // The worker seated among the tasks (`worker_waits_for_holder`), at
+        // the three best points of the grid: which way of sharing the CPUs
+        // fits this host better.
+        let mut seated = Vec::new();
+        for &(_, speed, nowait) in tried.iter().take(3) {
+            let (e, l, w, sim) = self.fit_loop_at(speed, nowait, true);
+            seated.push((e, speed, nowait));
+            keep((e, l, w, speed, sim));
+        }
+        seated.sort_by(by_error);
+        // Refine the speed around the best candidate of each way.
+        let starts = [(tried.first(), false), (seated.first(), true)];
+        for (&(_, speed, nowait), is_seated) in starts.iter().filter_map(|&(c, w)| Some((c?, w))) {
             for f in [0.8, 0.9, 1.1, 1.25] {
                 let s = (speed * f).clamp(HOST_SPEED_MIN, HOST_SPEED_MAX);
                 let s = (s * 1000.0).round() / 1000.0;
-                let (e, l, w, sim) = self.fit_loop_at(s, nowait);
+                let (e, l, w, sim) = self.fit_loop_at(s, nowait, is_seated);
                 keep((e, l, w, s, sim));
             }
         }
@@ -799,13 +817,18 @@ impl Fitter {
 
     /// The loop fit at one host speed and NOWAIT share: (error, params,
     /// wake-up cost, points).
-    fn fit_loop_at(&mut self, speed: f64, nowait: u32) -> (f64, LoopParams, Ns, Vec<Point>) {
+    fn fit_loop_at(
+        &mut self,
+        speed: f64,
+        nowait: u32,
+        seated: bool,
+    ) -> (f64, LoopParams, Ns, Vec<Point>) {
         let mut l = LoopParams {
             work_ns: 1_000,
             copy_bandwidth: 8_000_000_000,
             write_copy_bandwidth: None,
             nowait_percent: nowait,
-            worker_waits_for_holder: false,
+            worker_waits_for_holder: seated,
         };
         self.cpu = Some(loop_costs(speed, 5_000));
         for _ in 0..2 {
@@ -1479,9 +1502,7 @@ fn model_section(s: &mut String, fit: &Fit) {
                 let _ = writeln!(s, "write_copy_bandwidth = {w}    # bytes/s one CPU copies into the backing file: fitted to the 128 KiB sequential writes");
             }
             let _ = writeln!(s, "nowait_percent = {}         # % of reads/writes the NOWAIT try in queue_rq completes: the share that fits best", l.nowait_percent);
-            if l.worker_waits_for_holder {
-                let _ = writeln!(s, "worker_waits_for_holder = true  # the worker waits for a task's protected slice");
-            }
+            let _ = writeln!(s, "worker_waits_for_holder = {}  # the worker waits for a task's protected slice (true) or takes any free gap (false): the way that fits best", l.worker_waits_for_holder);
         }
         Params::Ram(r) => {
             s.push_str("\n[ram]\n");
@@ -2024,11 +2045,33 @@ mod tests {
         };
         let mut f = test_fitter(Some(loop_costs(0.5, 5_000)));
         f.measured = f.simulate_all(&Params::Loop(truth.clone()));
-        let (_, l, _, _) = f.fit_loop_at(0.5, 0);
+        let (_, l, _, _) = f.fit_loop_at(0.5, 0, false);
         let near = |a: u64, b: u64| (a as f64 / b as f64 - 1.0).abs() < 0.1;
         assert!(near(l.copy_bandwidth, truth.copy_bandwidth), "{l:?}");
         let w = l.write_copy_bandwidth.expect("fitted");
         assert!(near(w, 4_000_000_000), "{l:?}");
+    }
+
+    /// The way the worker shares the CPUs is told apart by the probes: on
+    /// a device simulated with either way, the fit with that way has the
+    /// smaller error (the 4-job probes, where tasks and worker share both
+    /// CPUs, differ).
+    #[test]
+    fn fit_loop_tells_the_seated_worker_from_the_free_one() {
+        for seated in [false, true] {
+            let truth = LoopParams {
+                work_ns: 2_000,
+                copy_bandwidth: 8_000_000_000,
+                write_copy_bandwidth: None,
+                nowait_percent: 25,
+                worker_waits_for_holder: seated,
+            };
+            let mut f = test_fitter(Some(loop_costs(0.5, 5_000)));
+            f.measured = f.simulate_all(&Params::Loop(truth));
+            let (same, ..) = f.fit_loop_at(0.5, 25, seated);
+            let (other, ..) = f.fit_loop_at(0.5, 25, !seated);
+            assert!(same < other, "seated {seated}: {same} against {other}");
+        }
     }
 
     /// A device that is exactly an nvme profile is recovered closely.
