@@ -8,6 +8,7 @@ use super::{emit, note, CliError};
 use crate::device::load_profile;
 use crate::lab::calibrate;
 use crate::lab::loopdev::{self, Backing, LoopSpec};
+use crate::lab::record::RecordedOptions;
 use crate::lab::runner::{self, LabOptions, LabResult};
 use crate::lab::validate::{self, Inputs, SimSettings};
 use crate::lab::{journal, session, signal, LabError, LabErrorKind};
@@ -149,7 +150,7 @@ fn validate_opts() -> Vec<Opt> {
         valued(
             "from-lab",
             "DIR",
-            "measure nothing: the runs a --save-json DIR kept (same job\nfile; needs --profile; --dev and the run options come from\nthe record)",
+            "measure nothing: the runs a --save-json DIR kept (same job\nfile; needs --profile; --dev, the run options and the\nmachine's CPUs and memory come from the record)",
         ),
         valued("cpus", "N", "simulated CPUs (default: this machine's)"),
         valued("format", "FMT", "table (default) or json"),
@@ -658,7 +659,11 @@ fn load_probes(file: &str) -> Result<calibrate::Measured, CliError> {
 /// `validate --from-lab DIR`: the session a `--save-json DIR` kept, and the
 /// options it ran with. Options that would shape new runs are refused: the
 /// record's own apply.
-fn recorded_lab(a: &Parsed, job: &str, dir: &str) -> Result<(LabResult, LabOptions), CliError> {
+fn recorded_lab(
+    a: &Parsed,
+    job: &str,
+    dir: &str,
+) -> Result<(LabResult, LabOptions, RecordedOptions), CliError> {
     const RUN_SHAPING: [&str; 8] = [
         "dev",
         "schedulers",
@@ -682,7 +687,7 @@ fn recorded_lab(a: &Parsed, job: &str, dir: &str) -> Result<(LabResult, LabOptio
     let (lab, rec) = crate::lab::record::load(std::path::Path::new(dir), std::path::Path::new(job))
         .map_err(CliError::bad)?;
     let mut o = LabOptions::new(job, &lab.device);
-    o.sets = rec.sets;
+    o.sets = rec.sets.clone();
     o.max_runtime = rec.max_runtime_ns;
     o.repeat = rec.repeat;
     o.verbose = !a.flag("quiet");
@@ -692,7 +697,7 @@ fn recorded_lab(a: &Parsed, job: &str, dir: &str) -> Result<(LabResult, LabOptio
         .map(crate::lab::fsmount::parse)
         .transpose()
         .map_err(|e| CliError::bad(format!("--from-lab {dir}: recorded --mount: {e}")))?;
-    Ok((lab, o))
+    Ok((lab, o, rec))
 }
 
 /// `elevator validate`.
@@ -708,10 +713,22 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
         None => None,
     };
     let o = match &recorded {
-        Some((_, o)) => o.clone(),
+        Some((_, o, _)) => o.clone(),
         None => lab_options(&a, &job)?,
     };
-    let cpus = number(&a, "cpus", validate::machine_cpus(), 4096)?;
+    // A recorded session is simulated on the machine that measured it.
+    let kept = recorded.as_ref().map(|(_, _, r)| r);
+    let cpus = number(
+        &a,
+        "cpus",
+        kept.and_then(|r| r.cpus)
+            .unwrap_or_else(validate::machine_cpus),
+        4096,
+    )?;
+    let memory = match kept {
+        Some(r) => r.memory.or_else(validate::machine_memory),
+        None => validate::machine_memory(),
+    };
     // The simulation runs the job file as given (the lab's copy names the device).
     let machine = Machine {
         cpus: cpus.min(crate::machine::MAX_CPUS as usize) as u32,
@@ -765,7 +782,7 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
         ));
     }
     let lab = match recorded {
-        Some((lab, _)) => lab,
+        Some((lab, ..)) => lab,
         None => runner::run_lab(&o).map_err(lab_error)?,
     };
     let settings = SimSettings {
@@ -773,7 +790,7 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
         sets: o.sets.clone(),
         max_runtime: o.max_runtime,
         cpus,
-        memory: validate::machine_memory(),
+        memory,
         mount: o.mount.as_ref().map(|m| m.text.clone()),
     };
     let mut names = lab.schedulers.clone();

@@ -253,7 +253,8 @@ impl Probe {
             let _ = writeln!(s, "rwmixread={m}");
         }
         if self.jobs > 1 {
-            let _ = writeln!(s, "numjobs={}\ngroup_reporting=1", self.jobs);
+            // Each job reported alone: their evenness is measured too.
+            let _ = writeln!(s, "numjobs={}", self.jobs);
         }
         s
     }
@@ -284,18 +285,36 @@ pub struct Point {
     /// the completions' share.
     #[serde(default)]
     pub job_cpu_pct: Option<f64>,
+    /// A probe of several jobs: the lowest job's IOPS over the highest's
+    /// (each job reported alone, no group_reporting). Whether the jobs share
+    /// the CPUs evenly is a property of the CPU sharing the fit chooses;
+    /// probes saved before 2026-11-30 have none.
+    #[serde(default)]
+    pub evenness: Option<f64>,
 }
 
 impl Point {
     pub fn of(report: &crate::report::RunReport) -> Point {
         let mut p = Point::default();
         for r in group_rows(report) {
+            // Several jobs: their total; latency and p99 of the median job.
+            let jobs = if r.iops > 0.0 {
+                r.iops_total / r.iops
+            } else {
+                1.0
+            };
             let d = DirPoint {
-                iops: r.iops,
+                iops: r.iops_total,
                 lat_us: r.lat_mean_us,
                 p99_us: r.p99_us,
-                bw_bytes: r.bw_kib * 1024.0,
+                bw_bytes: r.bw_kib * 1024.0 * jobs,
             };
+            if r.jobs > 1 {
+                let e = p
+                    .evenness
+                    .map_or(r.iops_evenness, |e| e.min(r.iops_evenness));
+                p.evenness = Some(e);
+            }
             match r.dir {
                 Ddir::Read => p.read = Some(d),
                 Ddir::Write => p.write = Some(d),
@@ -363,11 +382,13 @@ fn median_point(v: &[Point]) -> Point {
     };
     let cpu: Vec<f64> = v.iter().filter_map(|p| p.cpu_us_per_io).collect();
     let job: Vec<f64> = v.iter().filter_map(|p| p.job_cpu_pct).collect();
+    let even: Vec<f64> = v.iter().filter_map(|p| p.evenness).collect();
     Point {
         read: pick(&|p| p.read),
         write: pick(&|p| p.write),
         cpu_us_per_io: (!cpu.is_empty()).then(|| median(&cpu)),
         job_cpu_pct: (!job.is_empty()).then(|| median(&job)),
+        evenness: (!even.is_empty()).then(|| median(&even)),
     }
 }
 
@@ -394,6 +415,12 @@ pub fn objective(measured: &[Point], simulated: &[Point]) -> f64 {
         // side (a loop worker, completions) bounds the rate.
         if let (Some(mj), Some(sj)) = (m.job_cpu_pct, s.job_cpu_pct) {
             sum += rel_err(sj, mj);
+            n += 1;
+        }
+        // How evenly several jobs shared the machine (a ratio: its
+        // difference is the error).
+        if let (Some(me), Some(se)) = (m.evenness, s.evenness) {
+            sum += (se - me).abs();
             n += 1;
         }
     }
@@ -1281,6 +1308,9 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
         "meas fio cpu%".into(),
         "fit".into(),
         "err".into(),
+        "meas even".into(),
+        "fit".into(),
+        "diff".into(),
     ]];
     let mut probes: Vec<(String, Point, Point)> = PROBES
         .iter()
@@ -1342,6 +1372,16 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
                     },
                 ]);
             }
+            let (me, se) = pair(|p| p.evenness);
+            let two = |v: f64| format!("{v:.2}");
+            last.extend([
+                me.map_or("-".into(), two),
+                se.map_or("-".into(), two),
+                match (me, se) {
+                    (Some(a), Some(b)) => format!("{:+.2}", b - a),
+                    _ => "-".into(),
+                },
+            ]);
         }
     }
     crate::report::table::align(&rows, 2)
@@ -2050,6 +2090,42 @@ mod tests {
         assert!(near(l.copy_bandwidth, truth.copy_bandwidth), "{l:?}");
         let w = l.write_copy_bandwidth.expect("fitted");
         assert!(near(w, 4_000_000_000), "{l:?}");
+    }
+
+    /// A probe of several jobs counts them together and measures how evenly
+    /// they shared; a one-job probe has no evenness.
+    #[test]
+    fn multi_job_probes_are_totals_with_an_evenness() {
+        let four = PROBES.iter().find(|p| p.jobs == 4).expect("a 4-job probe");
+        let one = PROBES.iter().find(|p| p.name == "randread-qd16").unwrap();
+        let text = four.job("/dev/x", 50 * NS_PER_MS);
+        assert!(!text.contains("group_reporting"), "{text}");
+        let settings = SimSettings {
+            profile: crate::device::profile::builtin("loop").unwrap(),
+            sets: Vec::new(),
+            max_runtime: None,
+            cpus: 2,
+            memory: None,
+            mount: None,
+        };
+        let run = |t: &str| simulate_with(&JobSource::text("p.fio", t), "none", &settings).unwrap();
+        let r4 = run(&text);
+        assert_eq!(r4.jobs.len(), 4);
+        let p4 = Point::of(&r4);
+        let rt = |j: &crate::report::JobResult| j.stats.dirs[0].runtime_ms as f64 / 1000.0;
+        let total: f64 = r4
+            .jobs
+            .iter()
+            .map(|j| j.stats.dirs[0].total_ios as f64 / rt(j))
+            .sum();
+        assert!(
+            (p4.main().iops / total - 1.0).abs() < 1e-9,
+            "{p4:?} against {total}"
+        );
+        let e = p4.evenness.expect("measured for several jobs");
+        assert!(e > 0.0 && e <= 1.0, "{e}");
+        let p1 = Point::of(&run(&one.job("/dev/x", 50 * NS_PER_MS)));
+        assert_eq!(p1.evenness, None);
     }
 
     /// The way the worker shares the CPUs is told apart by the probes: on

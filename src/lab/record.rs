@@ -34,6 +34,12 @@ pub struct RecordedOptions {
     /// `--mount` as given (`ext4[:OPTIONS]`).
     pub mount: Option<String>,
     pub repeat: usize,
+    /// The measuring machine's CPUs and memory (bytes): what `--from-lab`
+    /// simulates unless told otherwise.
+    #[serde(default)]
+    pub cpus: Option<usize>,
+    #[serde(default)]
+    pub memory: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -258,6 +264,8 @@ mod tests {
             max_runtime_ns: Some(5_000_000_000),
             mount: None,
             repeat: 2,
+            cpus: Some(6),
+            memory: Some(1 << 33),
         };
         save(dir.path(), &fixture("fio"), options, &result).unwrap();
         (dir, job, result)
@@ -268,6 +276,7 @@ mod tests {
         let (dir, job, before) = saved_session();
         let (after, options) = load(dir.path(), &job).unwrap();
         assert_eq!(options.repeat, 2);
+        assert_eq!((options.cpus, options.memory), (Some(6), Some(1 << 33)));
         assert_eq!(options.max_runtime_ns, Some(5_000_000_000));
         assert_eq!(
             options.sets,

@@ -615,6 +615,8 @@ fn session(
             max_runtime_ns: o.max_runtime,
             mount: o.mount.as_ref().map(|m| m.text.clone()),
             repeat: o.repeat.max(1),
+            cpus: Some(super::validate::machine_cpus()),
+            memory: super::validate::machine_memory(),
         };
         super::record::save(dir, &job_text, options, result)?;
     }
