@@ -811,9 +811,13 @@ impl Fitter {
         tried.sort_by(by_error);
         // The worker seated among the tasks (`worker_waits_for_holder`), at
         // the three best points of the grid: which way of sharing the CPUs
-        // fits this host better.
+        // fits this host better. Only probes that measured how evenly their
+        // jobs shared can tell: the seated worker leaves the model's jobs
+        // uneven where the kernel's are not, and the totals do not show it
+        // (probes saved before 2026-11-30 keep the default).
+        let evenness_measured = self.measured.iter().any(|p| p.evenness.is_some());
         let mut seated = Vec::new();
-        for &(_, speed, nowait) in tried.iter().take(3) {
+        for &(_, speed, nowait) in tried.iter().take(if evenness_measured { 3 } else { 0 }) {
             let (e, l, w, sim) = self.fit_loop_at(speed, nowait, true);
             seated.push((e, speed, nowait));
             keep((e, l, w, speed, sim));
