@@ -351,7 +351,16 @@ pub fn per_io(report: &crate::report::RunReport, busy_ns: Ns) -> Option<f64> {
 /// The jobs' own CPU use (fio's `usr_cpu + sys_cpu`), % of one CPU, mean
 /// over the jobs that ran; None when none reports any (an older saved probe).
 pub fn job_cpu_pct(report: &crate::report::RunReport) -> Option<f64> {
-    let pcts: Vec<f64> = report
+    let pcts = jobs_cpu_pcts(report);
+    pcts.iter()
+        .any(|&p| p > 0.0)
+        .then(|| pcts.iter().sum::<f64>() / pcts.len() as f64)
+}
+
+/// Each job's own CPU use (fio's `usr_cpu + sys_cpu`), % of one CPU, for
+/// the jobs that ran.
+pub fn jobs_cpu_pcts(report: &crate::report::RunReport) -> Vec<f64> {
+    report
         .jobs
         .iter()
         .filter(|j| j.stats.total_run_time_ms > 0)
@@ -359,10 +368,7 @@ pub fn job_cpu_pct(report: &crate::report::RunReport) -> Option<f64> {
             let s = &j.stats;
             (s.usr_time_ms + s.sys_time_ms) as f64 * 100.0 / s.total_run_time_ms as f64
         })
-        .collect();
-    pcts.iter()
-        .any(|&p| p > 0.0)
-        .then(|| pcts.iter().sum::<f64>() / pcts.len() as f64)
+        .collect()
 }
 
 /// Median of the points of several passes.

@@ -697,16 +697,7 @@ fn evenness_lines(rows: &[Row]) -> Vec<String> {
 /// say which side of the model is too costly: the submitting tasks or the
 /// rest (the device's worker, completions).
 fn cpu_lines(inp: &Inputs) -> Vec<String> {
-    let jobs_cpu = |r: &RunReport| -> f64 {
-        r.jobs
-            .iter()
-            .filter(|j| j.stats.total_run_time_ms > 0)
-            .map(|j| {
-                let s = &j.stats;
-                (s.usr_time_ms + s.sys_time_ms) as f64 * 100.0 / s.total_run_time_ms as f64
-            })
-            .sum()
-    };
+    let jobs_cpu = |r: &RunReport| -> f64 { super::calibrate::jobs_cpu_pcts(r).iter().sum() };
     let ios = |r: &RunReport| -> f64 {
         r.jobs
             .iter()
