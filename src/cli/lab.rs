@@ -684,6 +684,12 @@ fn recorded_lab(
             "--from-lab {dir}: needs --profile (there is no device to calibrate)"
         )));
     }
+    let calibrating = ["probe-time", "model", "save-profile"];
+    if let Some(x) = calibrating.iter().find(|x| a.get(x).is_some()) {
+        return Err(CliError::bad(format!(
+            "--from-lab {dir}: --{x} is for calibrating a device first; --profile names the profile"
+        )));
+    }
     let (lab, rec) = crate::lab::record::load(std::path::Path::new(dir), std::path::Path::new(job))
         .map_err(CliError::bad)?;
     let mut o = LabOptions::new(job, &lab.device);
