@@ -17,6 +17,12 @@ fn a_device_that_does_not_exist_or_is_not_a_block_device_is_bad_input() {
         "[r]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\nruntime=1\ntime_based=1\n",
     );
     let missing = "/dev/elevator-does-not-exist";
+    // `validate --from-lab` of a record that does not exist, with `more`.
+    let replay = |more: &[&'static str]| {
+        let mut v = vec!["validate", j.as_str(), "--from-lab", "/nonexistent"];
+        v.extend_from_slice(more);
+        v
+    };
     for (args, what) in [
         (vec!["lab", &j, "--dev", missing], "No such file"),
         (vec!["lab", &j, "--dev", "/dev/null"], "not a block device"),
@@ -30,44 +36,15 @@ fn a_device_that_does_not_exist_or_is_not_a_block_device_is_bad_input() {
         ),
         (vec!["validate", &j, "--dev", missing], "No such file"),
         (
-            vec![
-                "validate",
-                &j,
-                "--from-lab",
-                "/nonexistent",
-                "--dev",
-                "/dev/x",
-            ],
+            replay(&["--dev", "/dev/x"]),
             "--dev is taken from the record",
         ),
+        (replay(&[]), "needs --profile"),
         (
-            vec!["validate", &j, "--from-lab", "/nonexistent"],
-            "needs --profile",
-        ),
-        (
-            vec![
-                "validate",
-                &j,
-                "--from-lab",
-                "/nonexistent",
-                "--profile",
-                "nvme",
-                "--model",
-                "loop",
-            ],
+            replay(&["--profile", "nvme", "--model", "loop"]),
             "--model is for calibrating",
         ),
-        (
-            vec![
-                "validate",
-                &j,
-                "--from-lab",
-                "/nonexistent",
-                "--profile",
-                "nvme",
-            ],
-            "lab.json",
-        ),
+        (replay(&["--profile", "nvme"]), "lab.json"),
         (vec!["calibrate", "/dev/null"], "not a block device"),
         (vec!["calibrate", missing], "No such file"),
         (vec!["loop", "remove", missing], "No such file"),

@@ -81,8 +81,9 @@ pub struct LoopParams {
     /// protected slice (EEVDF's RUN_TO_PARITY): it waits for the first turn
     /// (the holder sleeps or its slice ends), then runs its list while the
     /// tasks that ask for that CPU wait. false (the default): it takes a
-    /// CPU whenever the CPU is free, between a task's calls. Not fitted by
-    /// `calibrate` yet; see the README (the lab, 2026-11-30).
+    /// CPU whenever the CPU is free, between a task's calls. `calibrate`
+    /// fits both ways when its probes measured how evenly their jobs
+    /// shared, and writes the better; see the README (the lab, 2026-11-30).
     #[serde(default)]
     pub worker_waits_for_holder: bool,
 }

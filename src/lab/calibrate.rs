@@ -340,11 +340,7 @@ impl Point {
 
 /// `busy_ns` of CPU time per completed I/O of `report`, us.
 pub fn per_io(report: &crate::report::RunReport, busy_ns: Ns) -> Option<f64> {
-    let ios: u64 = report
-        .jobs
-        .iter()
-        .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>())
-        .sum();
+    let ios = report.completed_ios();
     (ios > 0).then(|| busy_ns as f64 / 1000.0 / ios as f64)
 }
 

@@ -172,12 +172,7 @@ pub fn disk_log_csv(log: &[DiskSample]) -> String {
 impl LabRun {
     /// Busy CPU per completed I/O, us.
     pub fn cpu_us_per_io(&self) -> f64 {
-        let ios: u64 = self
-            .report
-            .jobs
-            .iter()
-            .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>())
-            .sum();
+        let ios = self.report.completed_ios();
         if ios == 0 {
             f64::NAN
         } else {
@@ -451,12 +446,7 @@ fn knobs_as_set(
 /// `--verbose`: a round's IOPS, CPU per I/O and steal, and fio's first
 /// warnings.
 fn print_round(run: &LabRun, fio_stderr: &str) {
-    let ios: u64 = run
-        .report
-        .jobs
-        .iter()
-        .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>())
-        .sum();
+    let ios = run.report.completed_ios();
     let secs = run
         .report
         .jobs

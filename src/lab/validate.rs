@@ -698,12 +698,7 @@ fn evenness_lines(rows: &[Row]) -> Vec<String> {
 /// rest (the device's worker, completions).
 fn cpu_lines(inp: &Inputs) -> Vec<String> {
     let jobs_cpu = |r: &RunReport| -> f64 { super::calibrate::jobs_cpu_pcts(r).iter().sum() };
-    let ios = |r: &RunReport| -> f64 {
-        r.jobs
-            .iter()
-            .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>())
-            .sum::<u64>() as f64
-    };
+    let ios = |r: &RunReport| r.completed_ios() as f64;
     let ctx_per_io =
         |r: &RunReport| r.jobs.iter().map(|j| j.stats.ctx).sum::<u64>() as f64 / ios(r);
     let mut per_io = Vec::new();

@@ -161,6 +161,16 @@ pub struct RunReport {
     pub timestamp: u64,
 }
 
+impl RunReport {
+    /// Reads, writes and trims completed by all jobs.
+    pub fn completed_ios(&self) -> u64 {
+        self.jobs
+            .iter()
+            .map(|j| j.stats.dirs.iter().map(|d| d.total_ios).sum::<u64>())
+            .sum()
+    }
+}
+
 pub mod fio_json;
 pub mod fio_terse;
 pub mod fio_text;
