@@ -20,6 +20,22 @@ use serde::Deserialize;
 /// assumption, scaled by the machine's CPU speed.
 pub const CONTEXT_SWITCH_NS: Ns = 1_500;
 
+/// `sysctl_sched_base_slice` (kernel/sched/fair.c, 6.6+): 0.75 ms,
+/// multiplied by the tunable scaling factor.
+const BASE_SLICE_NS: Ns = 750_000;
+
+/// The slice a task keeps its CPU for on a machine of `nr_cpus` CPUs.
+pub fn base_slice_ns(nr_cpus: usize) -> Ns {
+    BASE_SLICE_NS * scaling_factor(nr_cpus)
+}
+
+/// `1 + ilog2(min(ncpus, 8))`: the kernel's default (logarithmic) scaling of
+/// its latency tunables with the number of CPUs (`get_update_sysctl_factor`).
+fn scaling_factor(nr_cpus: usize) -> Ns {
+    let n = nr_cpus.clamp(1, 8);
+    1 + (usize::BITS - 1 - n.leading_zeros()) as Ns
+}
+
 /// CPU cost of one scheduler's hooks, ns per call.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

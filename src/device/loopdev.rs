@@ -40,7 +40,7 @@
 
 use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
-use crate::block::cpu::CONTEXT_SWITCH_NS;
+use crate::block::cpu::{base_slice_ns, CONTEXT_SWITCH_NS};
 #[cfg(test)]
 use crate::block::driver::SoftirqRun;
 use crate::block::driver::{
@@ -130,6 +130,9 @@ pub struct Loop {
     worker_ns: Vec<Ns>,
     /// Commands seen, for the NOWAIT share (an exact interleave, no RNG).
     commands: u64,
+    /// CPU time the worker has run on its CPU while tasks waited for it,
+    /// since it last let them go.
+    stretch_ns: Ns,
     /// Completions raised that their CPU's ksoftirqd has not run yet
     /// (the CPU, the request), in the order raised: it waits behind the
     /// tasks that wanted that CPU first.
@@ -151,6 +154,7 @@ impl Loop {
             worker_cpu: None,
             worker_ns: Vec::new(),
             commands: 0,
+            stretch_ns: 0,
             softirq_pending: Vec::new(),
         })
     }
@@ -268,6 +272,20 @@ impl Device for Loop {
             (_, prev) => cpus.earliest_free(prev),
         };
         let seated = self.p.worker_waits_for_holder;
+        if granted.is_none()
+            && cpus.worker().on != Some(cpu)
+            && self.must_let_tasks_go(cpu, now, cpus)
+        {
+            // Tasks wait for that CPU: the worker does not book it ahead of
+            // them (its backlog there grew without bound and starved a task
+            // alone on that CPU). It tries again just after the CPU frees,
+            // behind the task woken for that instant; runnable meanwhile, it
+            // needs no wake-up from idle then.
+            self.worker_waking = false;
+            self.stretch_ns = 0;
+            out.cpu_wakeup(cpus.free_at(cpu) + 1, WORKER_TOKEN);
+            return;
+        }
         if seated && granted.is_none() && cpus.worker().on != Some(cpu) && cpus.held(cpu) {
             let load = &self.worker_ns;
             match (0..cpus.nr() as u16)
@@ -329,6 +347,11 @@ impl Device for Loop {
         let start = cpus.free_at(cpu).max(now);
         let end = cpus.run_with(cpu, now, wake, cost + preempt);
         self.worker_ns[cpu as usize] += end - start;
+        if cpus.tasks_waiting(cpu) > 0 {
+            self.stretch_ns += end - start;
+        } else {
+            self.stretch_ns = 0;
+        }
         self.softirq_pending.push((cpu, id));
         self.run_softirqs(cpu, end, defer, cpus, out);
         if self.list.is_empty() {
@@ -343,6 +366,19 @@ impl Device for Loop {
 }
 
 impl Loop {
+    /// Whether the worker, wanting `cpu` while it is busy, must let the
+    /// tasks that wait for it run first: always when it comes from another
+    /// CPU or from sleep, and on its own CPU once it has run a slice
+    /// there while they waited (a kworker is a task of the fair scheduler:
+    /// it keeps its CPU for its slice, `base_slice_ns`, then the waiting
+    /// tasks get their turn).
+    fn must_let_tasks_go(&self, cpu: u16, now: Ns, cpus: &DeviceCpus) -> bool {
+        if cpus.free_at(cpu) <= now || cpus.tasks_waiting(cpu) == 0 {
+            return false;
+        }
+        self.stretch_ns >= base_slice_ns(cpus.nr())
+    }
+
     /// The worker gives up the CPU it ran its list on: the task layer
     /// wakes the tasks that waited for it.
     fn leave_cpu(&mut self, cpus: &mut DeviceCpus) {

@@ -220,8 +220,9 @@ impl TaskCx<'_> {
     fn take_shared_cpu(&mut self, task: &mut Task, ready: Ns) -> bool {
         let shared = self.cpus.shared(task.cpu);
         if self.now < ready {
-            if shared && ready > task.busy_until {
-                // Another task's work holds the CPU.
+            if ready > task.busy_until {
+                // Other work holds the CPU (another task's, the device's
+                // worker's): the task waits for it, alone there or not.
                 self.cpus.wait(task.id, task.cpu);
                 task.sleep = Some(SleepReason::Cpu);
                 // Only the task whose turn is next is woken when the CPU
@@ -237,6 +238,7 @@ impl TaskCx<'_> {
             return false;
         }
         if !shared {
+            self.cpus.stop_waiting(task.id);
             return true;
         }
         if self.block.worker_seat().on == Some(task.cpu) {

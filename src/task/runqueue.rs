@@ -39,20 +39,13 @@ use super::TaskId;
 use crate::sim::time::Ns;
 use std::collections::BTreeSet;
 
-/// `sysctl_sched_base_slice` (kernel/sched/fair.c, 6.6+): 0.75 ms,
-/// multiplied by the tunable scaling factor.
-const BASE_SLICE_NS: Ns = 750_000;
-
 /// A context switch between two tasks (block::cpu, where the layers
 /// below also charge it).
 pub use crate::block::cpu::CONTEXT_SWITCH_NS;
 
-/// `1 + ilog2(min(ncpus, 8))`: the kernel's default (logarithmic) scaling of
-/// its latency tunables with the number of CPUs (`get_update_sysctl_factor`).
-fn scaling_factor(nr_cpus: usize) -> Ns {
-    let n = nr_cpus.clamp(1, 8);
-    1 + (usize::BITS - 1 - n.leading_zeros()) as Ns
-}
+/// The fair scheduler's slice (block::cpu, where a device's worker also
+/// keeps to it).
+pub use crate::block::cpu::base_slice_ns;
 
 /// One CPU's share of the scheduler.
 #[derive(Clone, Debug, Default)]
@@ -106,7 +99,7 @@ impl RunQueues {
             cpus: vec![RunQueue::default(); nr_cpus.max(1)],
             vruntime: vec![0; nr_tasks],
             waits_on: vec![None; nr_tasks],
-            slice_ns: BASE_SLICE_NS * scaling_factor(nr_cpus),
+            slice_ns: base_slice_ns(nr_cpus),
             switch_ns,
         }
     }
@@ -149,10 +142,23 @@ impl RunQueues {
     /// `id` is runnable but its CPU is busy: it waits for it.
     pub fn wait(&mut self, id: TaskId, cpu: u16) {
         let rq = &self.cpus[cpu as usize];
-        if rq.curr != Some(id) && !self.is_queued(id) {
+        if self.is_queued(id) {
+            return;
+        }
+        if rq.curr != Some(id) {
             self.place_after_sleep(id, cpu);
             self.enqueue(id, cpu);
+        } else if rq.tasks == 1 {
+            // Alone, it waits for work outside the run queues (the
+            // device's worker): counted, so that work lets it go first.
+            self.enqueue(id, cpu);
         }
+    }
+
+    /// `id`, alone on its CPU, runs: it no longer waits there.
+    #[inline]
+    pub fn stop_waiting(&mut self, id: TaskId) {
+        self.unqueue(id);
     }
 
     /// `id` is runnable but a kernel thread runs on `cpu` (the device's
@@ -521,6 +527,23 @@ mod tests {
         assert_eq!(rq.ask(1, 0), Grant::Run { switch_ns: 0 });
         assert!(!rq.is_waiting(1, 0));
         assert!(!rq.turn_over(0));
+    }
+
+    #[test]
+    fn a_lone_task_waiting_for_work_outside_the_queues_is_counted() {
+        let mut rq = RunQueues::new(2, 3, 100);
+        rq.place(0);
+        rq.place(0);
+        rq.place(1);
+        // Task 2 had CPU 1 to itself and finds it busy (the device's
+        // worker): it counts as waiting there, then runs and stops waiting.
+        assert_eq!(rq.ask(2, 1), Grant::Run { switch_ns: 0 });
+        rq.wait(2, 1);
+        assert_eq!(rq.waiting_len(1), 1);
+        rq.wait(2, 1);
+        assert_eq!(rq.waiting_len(1), 1, "counted once");
+        rq.stop_waiting(2);
+        assert_eq!(rq.waiting_len(1), 0);
     }
 
     /// Waiters are ordered by (vruntime, id) and re-keyed when their
