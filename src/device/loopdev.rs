@@ -367,11 +367,11 @@ impl Device for Loop {
 
 impl Loop {
     /// Whether the worker, wanting `cpu` while it is busy, must let the
-    /// tasks that wait for it run first: always when it comes from another
-    /// CPU or from sleep, and on its own CPU once it has run a slice
-    /// there while they waited (a kworker is a task of the fair scheduler:
-    /// it keeps its CPU for its slice, `base_slice_ns`, then the waiting
-    /// tasks get their turn).
+    /// tasks that wait for it run first: once it has run a slice ahead of
+    /// waiting tasks (a kworker is a task of the fair scheduler: it keeps
+    /// its CPU for its slice, `base_slice_ns`, then the waiting tasks get
+    /// their turn). The count restarts when no task waits, or when it lets
+    /// them go.
     fn must_let_tasks_go(&self, cpu: u16, now: Ns, cpus: &DeviceCpus) -> bool {
         if cpus.free_at(cpu) <= now || cpus.tasks_waiting(cpu) == 0 {
             return false;
