@@ -32,7 +32,8 @@
 //! modelled: per-blkcg workers (one worker serves every cgroup), a backing
 //! file on a real device (its own latency), the idle-worker reaping timer.
 //! By default the worker takes a CPU at any gap between a task's calls and
-//! lets waiting tasks run between its commands, where the kernel's kworker
+//! keeps it ahead of waiting tasks for one slice at most (it once booked it
+//! on and on, and a task alone on that CPU starved), where the kernel's kworker
 //! waits for the running task's protected slice like any task and then
 //! keeps its CPU for about ten commands on E2; `worker_waits_for_holder`
 //! models that (off by default; `calibrate` chooses per host: see the
