@@ -610,14 +610,10 @@ impl Fitter {
         self.evaluations += 1;
         let text = p.job("/dev/calibrate", self.sim_time);
         let job = JobSource::text(p.name, &text);
-        let s = SimSettings {
-            profile: profile("fit", &self.queue, params, self.cpu.as_ref()),
-            sets: Vec::new(),
-            max_runtime: None,
-            cpus: self.cpus,
-            memory: None,
-            mount: None,
-        };
+        let s = SimSettings::plain(
+            profile("fit", &self.queue, params, self.cpu.as_ref()),
+            self.cpus,
+        );
         match simulate_with(&job, scheduler, &s) {
             Ok(r) => Point::of(&r),
             Err(_) => Point::default(),
@@ -2106,14 +2102,7 @@ mod tests {
         let one = PROBES.iter().find(|p| p.name == "randread-qd16").unwrap();
         let text = four.job("/dev/x", 50 * NS_PER_MS);
         assert!(!text.contains("group_reporting"), "{text}");
-        let settings = SimSettings {
-            profile: crate::device::profile::builtin("loop").unwrap(),
-            sets: Vec::new(),
-            max_runtime: None,
-            cpus: 2,
-            memory: None,
-            mount: None,
-        };
+        let settings = SimSettings::plain(crate::device::profile::builtin("loop").unwrap(), 2);
         let run = |t: &str| simulate_with(&JobSource::text("p.fio", t), "none", &settings).unwrap();
         let r4 = run(&text);
         assert_eq!(r4.jobs.len(), 4);

@@ -34,6 +34,21 @@ pub struct SimSettings {
     pub mount: Option<String>,
 }
 
+impl SimSettings {
+    /// `profile` on `cpus` CPUs with nothing else set (no `--set`, no
+    /// runtime cap, the default memory, no file system).
+    pub fn plain(profile: Profile, cpus: usize) -> SimSettings {
+        SimSettings {
+            profile,
+            sets: Vec::new(),
+            max_runtime: None,
+            cpus,
+            memory: None,
+            mount: None,
+        }
+    }
+}
+
 /// Whether the simulator has this scheduler.
 pub fn simulated(name: &str) -> bool {
     sched::find_simulated(name).is_ok()
@@ -960,14 +975,7 @@ mod tests {
 
     /// `rows` over a lab result whose one round is a simulation of `job`.
     fn rows_of_job(job: &str) -> Vec<Row> {
-        let settings = SimSettings {
-            profile: crate::device::profile::builtin("ram").unwrap(),
-            sets: Vec::new(),
-            max_runtime: None,
-            cpus: 2,
-            memory: None,
-            mount: None,
-        };
+        let settings = SimSettings::plain(crate::device::profile::builtin("ram").unwrap(), 2);
         let report = simulate_with(&JobSource::text("t.fio", job), "none", &settings).unwrap();
         let lab = LabResult {
             schedulers: vec!["none".into()],
