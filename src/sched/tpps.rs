@@ -51,9 +51,16 @@
 //!   process's queue (`at_head`); a staged request merged away leaves its
 //!   staging list and gives its slot back.
 //! - No per-cgroup request pools (blk-mq has one tag space): no `may_queue`.
+//!   Instead a group holding its weight's share of the scheduler tags
+//!   (`nr_requests × weight / total_weight`, the legacy quota's share)
+//!   allocates with shallow depth 1 (`limit_depth`), as BFQ caps a cgroup
+//!   since 5.17 (`bfq_request_over_limit`). Without it a freed tag goes to
+//!   whichever task asks next, each group holds about as many tags as its
+//!   jobs can take, and how IOPS follow weight turned on the order in which
+//!   the CPUs ran the tag's sleepers.
 
 use crate::block::elevator::{
-    show_attrs, store_attr, Attr, Elevator, MergeKind, QueueInfo, SchedCtx, Tunable,
+    show_attrs, store_attr, Attr, BioInfo, Elevator, MergeKind, QueueInfo, SchedCtx, Tunable,
 };
 use crate::block::request::{RqId, RqList};
 use crate::cgroup::{CgroupTree, WeightPolicy};
@@ -63,6 +70,25 @@ use std::collections::BTreeMap;
 pub const MIN_DISPATCH_RQ: i64 = 64;
 
 type Qid = u32;
+
+/// tpps-mq: the shallow depth of an allocation by a group over its share
+/// of the tags (the smallest, as BFQ's over-limit allocations get).
+const MQ_OVER_SHARE_DEPTH: u32 = 1;
+
+/// A group's share of `nr_requests` scheduler tags by weight, rounded to
+/// the closest (as the legacy quota shares the device's slots, and BFQ's
+/// cgroup cap its tags).
+fn tag_share(nr_requests: u32, weight: u32, total_weight: u32) -> u32 {
+    if total_weight == 0 {
+        return nr_requests;
+    }
+    let (n, w, t) = (
+        u64::from(nr_requests),
+        u64::from(weight),
+        u64::from(total_weight),
+    );
+    ((n * w + t / 2) / t) as u32
+}
 
 /// `Request::elv[1]`: on its queue's FIFO, or (blk-mq) staged for its
 /// hardware queue.
@@ -96,6 +122,8 @@ struct Tppg {
     cursor: Option<usize>,
     rq_queued: u32,
     rq_in_driver: u32,
+    /// Requests allocated against its queues (blk-mq: scheduler tags held).
+    allocated: u32,
 }
 
 /// tpps.
@@ -441,6 +469,33 @@ impl Elevator for Tpps {
         store_attr(self, "tpps", TPPS_ATTRS, name, value)
     }
 
+    /// blk-mq only (a decision of the model, see the header): a group that
+    /// holds its weight's share of the scheduler tags allocates with the
+    /// smallest shallow depth, as BFQ caps a cgroup since 5.17
+    /// (`bfq_request_over_limit`), standing in for the ali kernel's
+    /// per-cgroup request pools.
+    fn limit_depth(&mut self, _ctx: &mut SchedCtx, bio: &BioInfo) -> Option<u32> {
+        if !self.mq {
+            return None;
+        }
+        let g = self.grp(bio.cgroup)?;
+        let total = if g.queues.is_empty() {
+            self.total_weight + g.weight
+        } else {
+            self.total_weight
+        };
+        let share = tag_share(self.nr_requests, g.weight, total);
+        (g.allocated >= share).then_some(MQ_OVER_SHARE_DEPTH)
+    }
+
+    fn min_shallow_depth(&self) -> u32 {
+        if self.mq {
+            MQ_OVER_SHARE_DEPTH
+        } else {
+            u32::MAX
+        }
+    }
+
     /// `tpps_set_request`: the process's queue (a new one when it changed
     /// cgroup: `changed_cgroup` drops the old one).
     fn prepare_request(&mut self, ctx: &mut SchedCtx, rq: RqId) {
@@ -459,6 +514,8 @@ impl Elevator for Tpps {
             }
         };
         self.queues[q as usize].allocated += 1;
+        let cg = self.queues[q as usize].group;
+        self.gm(cg).allocated += 1;
         ctx.rqs[rq].elv = [q as u64 + 1, LOC_NONE];
     }
 
@@ -476,7 +533,12 @@ impl Elevator for Tpps {
             _ => {}
         }
         let cq = &mut self.queues[q as usize];
-        cq.allocated = cq.allocated.saturating_sub(1);
+        if cq.allocated > 0 {
+            cq.allocated -= 1;
+            let cg = cq.group;
+            let g = self.gm(cg);
+            g.allocated = g.allocated.saturating_sub(1);
+        }
         ctx.rqs[rq].elv = [0, LOC_NONE];
         self.maybe_free(q);
     }

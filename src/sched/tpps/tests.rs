@@ -109,14 +109,16 @@ fn mq_stages_a_quota_pass_and_hands_out_one_request_per_call() {
     cgroups.set_file("b", "blkio.weight", "250").unwrap();
     let (a, b) = (cgroups.lookup("a").unwrap(), cgroups.lookup("b").unwrap());
     h.cgroups = cgroups;
+    // a: 60 processes with two requests each; b: 51 with one, which is
+    // b's share of the tags (256 * 250 / 1250).
     for pid in 0..60u32 {
-        for (cg, base) in [(a, 0u32), (b, 1000)] {
+        for (cg, base, n) in [(a, 0u32, 2u64), (b, 1000, u64::from(pid < 51))] {
             let who = Submitter {
                 pid: base + pid,
                 cgroup: cg,
                 ..Submitter::default()
             };
-            for k in 0..2u64 {
+            for k in 0..n {
                 let id = h
                     .try_alloc_from(who, Op::Write, (pid as u64 * 2 + k) * 8, 8)
                     .unwrap();
@@ -124,6 +126,17 @@ fn mq_stages_a_quota_pass_and_hands_out_one_request_per_call() {
             }
         }
     }
+    // Holding its share, b allocates with shallow depth 1 (refused with
+    // 171 tags in use); a, at 120 of its 204, does not.
+    let who = |pid, cgroup| Submitter {
+        pid,
+        cgroup,
+        ..Submitter::default()
+    };
+    let b_more = h.try_alloc_from(who(1100, b), Op::Write, 1 << 20, 8);
+    assert_eq!(b_more, None);
+    let a_bio = h.bio_from(who(100, a), Op::Write, 0, 8);
+    assert_eq!(h.with_ctx(|s, c| s.limit_depth(c, &a_bio)), None);
     // The first call runs one pass with quota 256: a may send 204 but one
     // round-robin pass over its 60 queues moves 60; b 256*250/1250 = 51.
     // All are counted in the driver; the call hands out one.
