@@ -868,11 +868,6 @@ impl Simulation {
         let was_next = self.runqueues.next_waiter(from) == Some(id);
         self.runqueues.migrate(id, from, to);
         self.tasks[id as usize].task.cpu = to;
-        // A worker waiting for `from`'s holder to let go would otherwise
-        // wait for a task that no longer runs there.
-        if self.grant_parked_worker(from) {
-            return;
-        }
         if was_next || self.runqueues.turn_over(from) {
             self.wake_next_waiter(from);
         }
@@ -892,7 +887,20 @@ impl Simulation {
         self.runqueues.account(id, cpu, ran);
         let runnable = self.tasks[id as usize].task.runnable();
         self.runqueues.set_runnable(id, cpu, runnable);
-        if self.grant_parked_worker(cpu) {
+        let seat = self.block.worker_seat();
+        if seat.parked && seat.park_on.is_none_or(|c| c == cpu) && !self.runqueues.holds(cpu) {
+            // The device's worker waited for a CPU: this one's turn goes to
+            // it (a kernel thread that sleeps often has the least virtual
+            // runtime); the tasks waiting here follow when it leaves.
+            let seat = self.block.worker_seat();
+            seat.parked = false;
+            seat.granted = Some(cpu);
+            self.runqueues.kernel_thread_took(cpu);
+            let at = self.block.cpu_free_at(cpu).max(self.now);
+            self.events.push(
+                at,
+                Event::Timer(TimerOwner::Device, CPU_WORK | WORKER_TOKEN),
+            );
             return;
         }
         if self.block.worker_seat().on == Some(cpu) || !self.runqueues.turn_over(cpu) {
@@ -900,26 +908,6 @@ impl Simulation {
             return;
         }
         self.wake_next_waiter(cpu);
-    }
-
-    /// If the device's worker waits for a CPU and `cpu` is no longer held,
-    /// its turn goes to the worker (a kernel thread that sleeps often has
-    /// the least virtual runtime); the tasks waiting there follow when it
-    /// leaves. Whether it did.
-    fn grant_parked_worker(&mut self, cpu: u16) -> bool {
-        let seat = self.block.worker_seat();
-        if !seat.parked || seat.park_on.is_some_and(|c| c != cpu) || self.runqueues.holds(cpu) {
-            return false;
-        }
-        seat.parked = false;
-        seat.granted = Some(cpu);
-        self.runqueues.kernel_thread_took(cpu);
-        let at = self.block.cpu_free_at(cpu).max(self.now);
-        self.events.push(
-            at,
-            Event::Timer(TimerOwner::Device, CPU_WORK | WORKER_TOKEN),
-        );
-        true
     }
 
     /// The task whose turn is next on `cpu` is woken for when it frees.
