@@ -22,14 +22,12 @@ fn json(rep: &RunReport) -> serde_json::Value {
     serde_json::from_str(&elevator::report::fio_json::to_string(rep)).expect("JSON")
 }
 
-/// (IOPS, p99.9 clat ns) of the first reported group's writes.
+/// (IOPS, maximum clat ns) of the first reported group's writes.
 fn writes(rep: &RunReport) -> (f64, f64) {
     let w = &json(rep)["jobs"][0]["write"];
     (
         w["iops"].as_f64().expect("iops"),
-        w["clat_ns"]["percentile"]["99.900000"]
-            .as_f64()
-            .expect("p99.9"),
+        w["clat_ns"]["max"].as_f64().expect("max"),
     )
 }
 
@@ -50,15 +48,18 @@ fn e4(sched: &str, cpu_speed: f64) -> (f64, f64) {
 #[test]
 fn cfq_serves_the_cpus_crypt_workers_one_slice_at_a_time() {
     // CFQ sees two deep queues (one kworker per CPU), each holding the
-    // writes of 25 jobs, and serves one per slice: the other CPU's writers
-    // wait a slice. noop serves them as they come. Measured (2 s): p99.9
-    // cfq 367 ms, noop 7.6 ms; IOPS 26.8k and 26.9k (the drive's program
-    // rate bounds both at this CPU speed).
-    let (noop_iops, noop_p999) = e4("noop", 1.0);
-    let (cfq_iops, cfq_p999) = e4("cfq", 1.0);
+    // writes its CPU's jobs submitted, and serves one per slice: a write
+    // on the other CPU's worker waits a slice. noop serves them as they
+    // come. Jobs woken on a busy CPU move to the idle one, so most writes
+    // are submitted where CFQ's slice is and few wait. Measured (2 s):
+    // max cfq 180.8 ms, noop 7.8 ms (p99.9 8.7 and 7.6 ms; 368 and 7.7 ms
+    // max before tasks moved between CPUs); IOPS 26.9k both (the drive's
+    // program rate bounds both at this CPU speed).
+    let (noop_iops, noop_max) = e4("noop", 1.0);
+    let (cfq_iops, cfq_max) = e4("cfq", 1.0);
     assert!(
-        cfq_p999 > 10.0 * noop_p999,
-        "p99.9 cfq {cfq_p999:.0} vs noop {noop_p999:.0} ns"
+        cfq_max > 10.0 * noop_max,
+        "max cfq {cfq_max:.0} vs noop {noop_max:.0} ns"
     );
     assert!(
         (cfq_iops / noop_iops - 1.0).abs() < 0.05,
@@ -70,7 +71,8 @@ fn cfq_serves_the_cpus_crypt_workers_one_slice_at_a_time() {
 fn on_a_slower_host_cfq_behind_dm_crypt_loses_iops() {
     // With CPU work per write doubled (--cpu-speed 0.5), one CPU's jobs and
     // its worker cannot keep the drive busy during their slice, while under
-    // noop both CPUs do. Measured (2 s): noop 26.9k, cfq 19.8k IOPS (1.36x).
+    // noop both CPUs do. Measured (2 s): noop 26.9k, cfq 13.6k IOPS (1.99x;
+    // 19.8k, 1.36x, before jobs moved to an idle CPU at wake-up).
     // E4's published ratio is 1.81; its machine's speed is not known (see
     // the README), so this is the mechanism, not a fit.
     let (noop, _) = e4("noop", 0.5);

@@ -327,3 +327,43 @@ fn a_job_alone_on_its_cpu_is_not_starved_by_the_worker() {
         assert!(lo > 0.75 * hi, "{way} worker: jobs {lo:.0}-{hi:.0} IOPS");
     }
 }
+
+/// A seated worker waits for the task holding a CPU to let it go; when that
+/// task moves to another CPU, the CPU it left must go to the worker, or the
+/// worker waits for a task that no longer runs there and every request on
+/// the device stays live (found by fuzzing the probes' parameters: five
+/// QD64 readers under mq-deadline on a slow host).
+#[test]
+fn a_task_leaving_the_cpu_a_seated_worker_waits_for_hands_it_over() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let profile = dir.join("tests/fixtures/loop-calibrated-e2-2026-11-29.toml");
+    let mut text = std::fs::read_to_string(&profile).unwrap();
+    for (from, to) in [
+        ("work_ns = 1488 ", "work_ns = 1000 "),
+        (
+            "copy_bandwidth = 9502791270 ",
+            "copy_bandwidth = 100000000 ",
+        ),
+        (
+            "nowait_percent = 25 ",
+            "worker_waits_for_holder = true\nnowait_percent = 50 ",
+        ),
+        ("host_speed = 0.313 ", "host_speed = 0.3 "),
+        ("wake_ns = 8954 ", "wake_ns = 1160 "),
+        ("hook_speed = 1.625 ", "hook_speed = 1.0 "),
+    ] {
+        assert!(text.contains(from), "the fixture has {from}");
+        text = text.replace(from, to);
+    }
+    let job = "[global]\nioengine=libaio\ndirect=1\nbs=4k\nrw=randread\niodepth=64\n\
+               time_based=1\nruntime=1s\nfilename=/dev/loop0\n[five]\nnumjobs=5\n";
+    let mut spec = RunSpec::new(JobSource::text("five.fio", job))
+        .device(profile.to_str().unwrap())
+        .scheduler("mq-deadline")
+        .cpus(2);
+    spec.device.profile = Some(text);
+    let r = run::run(&spec).expect("every job finishes");
+    let (lo, hi) = job_iops_range(&r);
+    eprintln!("five QD64 readers, seated worker: {lo:.0}-{hi:.0} IOPS");
+    assert!(lo > 0.0, "a job did no I/O: {lo:.0}-{hi:.0}");
+}

@@ -704,6 +704,10 @@ impl BlockLayer {
         let i = self.cpu_index(cpu);
         self.cpu.set_held(i, held);
     }
+    /// The CPU the device's kernel worker runs its list on, when seated.
+    pub fn worker_on(&self) -> Option<u16> {
+        self.cpu.worker.on
+    }
     /// The device's kernel worker's seat among the tasks.
     pub fn worker_seat(&mut self) -> &mut cpu::WorkerSeat {
         &mut self.cpu.worker

@@ -1020,7 +1020,8 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::CgroupWeight
         | Key::Prio
         | Key::PrioClass
-        | Key::CpusAllowed => set_job_option(b, key, def, v),
+        | Key::CpusAllowed
+        | Key::CpusAllowedPolicy => set_job_option(b, key, def, v),
         Key::BsUnaligned
         | Key::Direct
         | Key::Buffered
@@ -1137,6 +1138,13 @@ fn set_job_option(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> R
             s.prioclass = IoPrioClass::from_number(n)
         }
         Key::CpusAllowed => s.cpus_allowed = Some(cpu_list(val()?)?),
+        Key::CpusAllowedPolicy => {
+            s.cpus_allowed_split = match val()?.trim() {
+                "shared" => false,
+                "split" => true,
+                t => return Err(format!("expected one of: shared, split; got '{t}'")),
+            }
+        }
         _ => return not_in_group(def),
     }
     Ok(())

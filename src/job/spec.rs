@@ -310,6 +310,10 @@ pub struct JobSpec {
     pub prio: Option<u8>,
     pub prioclass: Option<IoPrioClass>,
     pub cpus_allowed: Option<Vec<u32>>,
+    /// `cpus_allowed_policy=split`: each job of the section gets one CPU of
+    /// `cpus_allowed` (in turn); `shared` (fio's default): every job may
+    /// run on any of them.
+    pub cpus_allowed_split: bool,
 
     /// `percentile_list` (None = fio's default list).
     pub percentile_list: Option<Vec<f64>>,
@@ -556,6 +560,7 @@ impl JobSpec {
             prio: None,
             prioclass: None,
             cpus_allowed: None,
+            cpus_allowed_split: false,
             percentile_list: None,
             clat_percentiles: true,
             lat_percentiles: false,

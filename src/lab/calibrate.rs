@@ -2123,26 +2123,28 @@ mod tests {
         assert_eq!(p1.evenness, None);
     }
 
-    /// The way the worker shares the CPUs is told apart by the probes: on
-    /// a device simulated with either way, the fit with that way has the
-    /// smaller error (the 4-job probes, where tasks and worker share both
-    /// CPUs, differ).
+    /// The way the worker shares the CPUs: on a device simulated with the
+    /// free worker, the fit with that way has the smaller error (the 4-job
+    /// probes, where tasks and worker share both CPUs, differ). A seated
+    /// worker's device is not told apart any more: tasks woken on the
+    /// worker's CPU move to an idle one, so its jobs come out as even as
+    /// the free worker's, and the free fit comes as close (measured 2.1%
+    /// against the seated fit's 3.7%; free truth: 0.3% against 3.4%).
     #[test]
-    fn fit_loop_tells_the_seated_worker_from_the_free_one() {
-        for seated in [false, true] {
-            let truth = LoopParams {
-                work_ns: 2_000,
-                copy_bandwidth: 8_000_000_000,
-                write_copy_bandwidth: None,
-                nowait_percent: 25,
-                worker_waits_for_holder: seated,
-            };
-            let mut f = test_fitter(Some(loop_costs(0.5, 5_000)));
-            f.measured = f.simulate_all(&Params::Loop(truth));
-            let (same, ..) = f.fit_loop_at(0.5, 25, seated);
-            let (other, ..) = f.fit_loop_at(0.5, 25, !seated);
-            assert!(same < other, "seated {seated}: {same} against {other}");
-        }
+    fn fit_loop_tells_the_free_worker_from_the_seated_one() {
+        let truth = LoopParams {
+            work_ns: 2_000,
+            copy_bandwidth: 8_000_000_000,
+            write_copy_bandwidth: None,
+            nowait_percent: 25,
+            worker_waits_for_holder: false,
+        };
+        let mut f = test_fitter(Some(loop_costs(0.5, 5_000)));
+        f.measured = f.simulate_all(&Params::Loop(truth));
+        let (free, ..) = f.fit_loop_at(0.5, 25, false);
+        let (seated, ..) = f.fit_loop_at(0.5, 25, true);
+        assert!(free < 0.01, "free fit {free}");
+        assert!(3.0 * free < seated, "free {free} against seated {seated}");
     }
 
     /// A device that is exactly an nvme profile is recovered closely.

@@ -13,7 +13,7 @@ use crate::cache::{CacheSetup, PageCache};
 use crate::cgroup::{CgroupError, CgroupTree, CgroupVersion, IoPrio, IoPrioClass, SET_PREFIX};
 use crate::device::{self, Profile};
 use crate::fs::{Ext4, MountOptions};
-use crate::job::{EngineKind, JobFile};
+use crate::job::{EngineKind, JobFile, JobSpec};
 use crate::kernel::Era;
 use crate::machine::Machine;
 use crate::report::{
@@ -29,7 +29,7 @@ use crate::task::flusher::Flusher;
 use crate::task::jbd2::Jbd2Task;
 use crate::task::kcryptd::{CryptCosts, CryptQueues, Kcryptd};
 use crate::task::runqueue::{self, RunQueues};
-use crate::task::{BioOwner, SleepReason, Task, TaskCx, TaskKind};
+use crate::task::{BioOwner, Task, TaskCx, TaskKind};
 use crate::workload::{self, Generator, RateLimiter};
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -414,6 +414,7 @@ impl Simulation {
         );
         for t in tasks.iter().filter(|t| t.job.phase != Phase::Skipped) {
             runqueues.place(t.task.cpu);
+            runqueues.set_allowed(t.task.id, allowed_cpus(&t.job.spec, t.task.cpu, cpus));
         }
         let mut sim = Simulation {
             runqueues,
@@ -785,6 +786,7 @@ impl Simulation {
     /// `step` when some CPU is shared by several tasks.
     #[inline(never)]
     fn step_shared(&mut self, id: u32) {
+        self.move_to_idle_cpu(id);
         let cpu = self.tasks[id as usize].task.cpu;
         let shared = self.runqueues.shared(cpu);
         let busy_before = if shared {
@@ -800,9 +802,79 @@ impl Simulation {
         }
         if shared {
             self.share_cpu(id, cpu, busy_before);
+        } else if !finished {
+            let runnable = self.tasks[id as usize].task.runnable();
+            self.runqueues.set_runnable(id, cpu, runnable);
         }
+        self.pull_if_idle(cpu);
         if finished {
             self.job_finished();
+        }
+    }
+
+    /// `select_idle_sibling` at a wake-up: task `id`, about to run where
+    /// another task (or the device's worker) has the CPU or waits for it,
+    /// goes to an idle CPU it may use if one is free now. The IPI that
+    /// wakes that CPU costs it the host's wake-up.
+    fn move_to_idle_cpu(&mut self, id: u32) {
+        let TaskSlot { task, job } = &self.tasks[id as usize];
+        let from = task.cpu;
+        let wants_cpu = matches!(job.phase, Phase::Running | Phase::Draining | Phase::Closing)
+            && !task.blocked()
+            && task.busy_until <= self.now;
+        let worker_on = self.block.worker_on();
+        if !wants_cpu || (worker_on != Some(from) && !self.runqueues.contended(id, from)) {
+            return;
+        }
+        let (now, block, rq) = (self.now, &self.block, &self.runqueues);
+        let Some(to) = rq
+            .candidates(id, from)
+            .find(|&c| worker_on != Some(c) && rq.idle(c) && block.cpu_free_at(c) <= now)
+        else {
+            return;
+        };
+        self.migrate(id, from, to);
+        let wake = self.block.wake_ns();
+        if wake > 0 {
+            self.block.cpu_begin(to, now);
+            self.block.cpu_charge(wake);
+            self.block.cpu_end();
+        }
+    }
+
+    /// `sched_balance_newidle`: `cpu` has no task to run (the one that had
+    /// it went to sleep or ended, or the device's worker left it), so it
+    /// pulls one that waits for a busier CPU and runs it when it frees.
+    fn pull_if_idle(&mut self, cpu: u16) {
+        if self.block.worker_on() == Some(cpu) || !self.runqueues.idle(cpu) {
+            return;
+        }
+        let Some((id, from)) = self.runqueues.task_to_pull(cpu) else {
+            return;
+        };
+        self.migrate(id, from, cpu);
+        let at = self.block.cpu_free_at(cpu).max(self.now);
+        let t = &mut self.tasks[id as usize].task;
+        if t.wake_pending.is_none_or(|p| p > at) {
+            t.wake_pending = Some(at);
+            self.events.push(at, Event::wake(id));
+        }
+    }
+
+    /// Task `id` moves from CPU `from` to `to`. If it was next in line on
+    /// `from`, or had that CPU, the task whose turn it is there now is
+    /// woken for when `from` frees.
+    fn migrate(&mut self, id: u32, from: u16, to: u16) {
+        let was_next = self.runqueues.next_waiter(from) == Some(id);
+        self.runqueues.migrate(id, from, to);
+        self.tasks[id as usize].task.cpu = to;
+        // A worker waiting for `from`'s holder to let go would otherwise
+        // wait for a task that no longer runs there.
+        if self.grant_parked_worker(from) {
+            return;
+        }
+        if was_next || self.runqueues.turn_over(from) {
+            self.wake_next_waiter(from);
         }
     }
 
@@ -818,23 +890,9 @@ impl Simulation {
     fn share_cpu(&mut self, id: u32, cpu: u16, busy_before: Ns) {
         let ran = self.block.cpu_busy_ns(cpu) - busy_before;
         self.runqueues.account(id, cpu, ran);
-        let sleep = self.tasks[id as usize].task.sleep;
-        let runnable = matches!(sleep, None | Some(SleepReason::Cpu));
+        let runnable = self.tasks[id as usize].task.runnable();
         self.runqueues.set_runnable(id, cpu, runnable);
-        let seat = self.block.worker_seat();
-        if seat.parked && seat.park_on.is_none_or(|c| c == cpu) && !self.runqueues.holds(cpu) {
-            // The device's worker waited for a CPU: this one's turn goes to
-            // it (a kernel thread that sleeps often has the least virtual
-            // runtime); the tasks waiting here follow when it leaves.
-            let seat = self.block.worker_seat();
-            seat.parked = false;
-            seat.granted = Some(cpu);
-            self.runqueues.kernel_thread_took(cpu);
-            let at = self.block.cpu_free_at(cpu).max(self.now);
-            self.events.push(
-                at,
-                Event::Timer(TimerOwner::Device, CPU_WORK | WORKER_TOKEN),
-            );
+        if self.grant_parked_worker(cpu) {
             return;
         }
         if self.block.worker_seat().on == Some(cpu) || !self.runqueues.turn_over(cpu) {
@@ -842,6 +900,26 @@ impl Simulation {
             return;
         }
         self.wake_next_waiter(cpu);
+    }
+
+    /// If the device's worker waits for a CPU and `cpu` is no longer held,
+    /// its turn goes to the worker (a kernel thread that sleeps often has
+    /// the least virtual runtime); the tasks waiting there follow when it
+    /// leaves. Whether it did.
+    fn grant_parked_worker(&mut self, cpu: u16) -> bool {
+        let seat = self.block.worker_seat();
+        if !seat.parked || seat.park_on.is_some_and(|c| c != cpu) || self.runqueues.holds(cpu) {
+            return false;
+        }
+        seat.parked = false;
+        seat.granted = Some(cpu);
+        self.runqueues.kernel_thread_took(cpu);
+        let at = self.block.cpu_free_at(cpu).max(self.now);
+        self.events.push(
+            at,
+            Event::Timer(TimerOwner::Device, CPU_WORK | WORKER_TOKEN),
+        );
+        true
     }
 
     /// The task whose turn is next on `cpu` is woken for when it frees.
@@ -863,6 +941,9 @@ impl Simulation {
         for i in 0..self.block.worker_seat().left.len() {
             let cpu = self.block.worker_seat().left[i];
             self.wake_next_waiter(cpu);
+            if self.runqueues.any_shared() {
+                self.pull_if_idle(cpu);
+            }
         }
         self.block.worker_seat().left.clear();
     }
@@ -1129,6 +1210,8 @@ fn fio_tasks(
         } else {
             None
         };
+        // Where it starts; with the shared policy it may move within its
+        // `cpus_allowed` later (`allowed_cpus`).
         let cpu = match &spec.cpus_allowed {
             Some(list) if !list.is_empty() => {
                 (list[spec.clone_index as usize % list.len()] as usize % cpus) as u16
@@ -1172,6 +1255,26 @@ fn disk_name(jobfile: &JobFile, cfg: &Config) -> String {
         .map(|f| f.rsplit('/').next().unwrap_or(f).to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| cfg.profile.name.clone())
+}
+
+/// The CPUs a job's task may run on: every CPU without `cpus_allowed`;
+/// the listed ones (folded onto the machine's CPUs) under fio's default
+/// `cpus_allowed_policy=shared`; only the one it was given under `split`.
+fn allowed_cpus(spec: &JobSpec, start: u16, cpus: usize) -> Vec<u16> {
+    match &spec.cpus_allowed {
+        Some(list) if !list.is_empty() && !spec.cpus_allowed_split => {
+            let mut v: Vec<u16> = list.iter().map(|&c| (c as usize % cpus) as u16).collect();
+            v.sort_unstable();
+            v.dedup();
+            if v.len() == cpus {
+                Vec::new()
+            } else {
+                v
+            }
+        }
+        Some(list) if !list.is_empty() => vec![start],
+        _ => Vec::new(),
+    }
 }
 
 /// dm-crypt's workers: one per CPU from id `first`, a kworker of the root

@@ -144,6 +144,12 @@ impl Task {
     pub fn blocked(&self) -> bool {
         self.sleep.is_some_and(SleepReason::woken_by_block)
     }
+
+    /// Whether it goes on wanting its CPU (not asleep, or waiting only for
+    /// the CPU).
+    pub fn runnable(&self) -> bool {
+        matches!(self.sleep, None | Some(SleepReason::Cpu))
+    }
 }
 
 /// What a task may use while it acts: the clock, the block layer and the

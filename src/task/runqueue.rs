@@ -21,13 +21,22 @@
 //!   sleeper does not monopolise the CPU when it returns;
 //! - switching from one task to another costs CPU time.
 //!
+//! - a runnable task does not wait while another CPU it may use is idle:
+//!   a task woken on a busy CPU goes to an idle one (`select_idle_sibling`
+//!   at wake-up), and a CPU about to go idle pulls a task that waits
+//!   elsewhere (`sched_balance_newidle`). Its vruntime keeps its distance
+//!   from the least one of its queue (the kernel keeps a migrating
+//!   entity's lag).
+//!
 //! Pitfalls: only work a task does in its own calls counts towards its
 //! vruntime (completion work in interrupt context is not the task's); the
 //! decision is taken when a task asks for a CPU that is free, so the waiting
 //! tasks must be woken whenever the CPU frees — [`RunQueues::next_waiter`]
-//! says whom. A CPU with one task takes the fast path and changes nothing.
-//! Not modelled: migration between CPUs (a task stays on the CPU it was
-//! placed on, within its `cpus_allowed`), nice levels, wake-up preemption.
+//! says whom. A CPU with one task takes the fast path and changes nothing,
+//! and while no CPU is shared nothing migrates. Interrupt and softirq work
+//! on a CPU does not make it busy here (the kernel's `idle_cpu` looks at
+//! the tasks only). Not modelled: the periodic load balancer (with every
+//! CPU busy, tasks stay where they are), nice levels, wake-up preemption.
 //!
 //! Performance: a CPU's waiting tasks are an ordered set keyed by
 //! (vruntime, id), as the kernel's rbtree of entities is, so picking,
@@ -52,6 +61,9 @@ pub use crate::block::cpu::base_slice_ns;
 struct RunQueue {
     /// Live tasks placed on this CPU.
     tasks: u32,
+    /// Its tasks that are runnable (running or waiting for it): the
+    /// kernel's `nr_running`. None: the CPU is idle.
+    nr_running: u32,
     /// The task that ran last, and how much CPU time it has had since it
     /// got the CPU.
     curr: Option<TaskId>,
@@ -79,10 +91,16 @@ pub enum Grant {
 /// Every CPU's run queue and every task's virtual runtime.
 #[derive(Clone, Debug)]
 pub struct RunQueues {
-    /// Some CPU has more than one task (else nothing here is needed).
-    any_shared: bool,
+    /// CPUs with more than one task (none: nothing here is needed).
+    shared_cpus: u32,
     cpus: Vec<RunQueue>,
     vruntime: Vec<Ns>,
+    /// Per task: the CPUs it may run on (`cpus_allowed`); empty: any.
+    allowed: Vec<Vec<u16>>,
+    /// Per task: whether it is runnable (as it last said).
+    runnable: Vec<bool>,
+    /// Tasks waiting on any CPU (none: no CPU has one to pull).
+    nr_waiting: u32,
     /// Per task: the CPU it waits for, if it does (its key there is its
     /// vruntime).
     waits_on: Vec<Option<u16>>,
@@ -95,9 +113,12 @@ impl RunQueues {
     /// switch cost on this machine.
     pub fn new(nr_cpus: usize, nr_tasks: usize, switch_ns: Ns) -> RunQueues {
         RunQueues {
-            any_shared: false,
+            shared_cpus: 0,
             cpus: vec![RunQueue::default(); nr_cpus.max(1)],
             vruntime: vec![0; nr_tasks],
+            allowed: vec![Vec::new(); nr_tasks],
+            runnable: vec![false; nr_tasks],
+            nr_waiting: 0,
             waits_on: vec![None; nr_tasks],
             slice_ns: base_slice_ns(nr_cpus),
             switch_ns,
@@ -111,32 +132,117 @@ impl RunQueues {
 
     /// A task now lives on `cpu`.
     pub fn place(&mut self, cpu: u16) {
-        self.cpus[cpu as usize].tasks += 1;
-        self.any_shared = self.cpus.iter().any(|rq| rq.tasks > 1);
+        let rq = &mut self.cpus[cpu as usize];
+        rq.tasks += 1;
+        if rq.tasks == 2 {
+            self.shared_cpus += 1;
+        }
     }
 
     /// A task of `cpu` has ended.
     pub fn leave(&mut self, id: TaskId, cpu: u16) {
         self.unqueue(id);
+        self.set_runnable(id, cpu, false);
         let rq = &mut self.cpus[cpu as usize];
-        rq.tasks = rq.tasks.saturating_sub(1);
         if rq.curr == Some(id) {
             rq.curr = None;
         }
-        self.any_shared = self.cpus.iter().any(|rq| rq.tasks > 1);
+        self.remove_one(cpu);
+    }
+
+    /// One task fewer lives on `cpu`.
+    fn remove_one(&mut self, cpu: u16) {
+        let rq = &mut self.cpus[cpu as usize];
+        if rq.tasks == 2 {
+            self.shared_cpus -= 1;
+        }
+        rq.tasks = rq.tasks.saturating_sub(1);
+    }
+
+    /// `id` may run only on these CPUs (fio's `cpus_allowed` with the
+    /// shared policy); without a call, on any.
+    pub fn set_allowed(&mut self, id: TaskId, cpus: Vec<u16>) {
+        self.allowed[id as usize] = cpus;
+    }
+
+    /// Whether `id` may run on `cpu`.
+    fn may_run_on(&self, id: TaskId, cpu: u16) -> bool {
+        let a = &self.allowed[id as usize];
+        a.is_empty() || a.contains(&cpu)
     }
 
     /// Whether any CPU is shared: when none is (the usual case), tasks take
     /// their CPUs without asking.
     #[inline(always)]
     pub fn any_shared(&self) -> bool {
-        self.any_shared
+        self.shared_cpus > 0
     }
 
     /// Whether `cpu` is shared.
     #[inline]
     pub fn shared(&self, cpu: u16) -> bool {
-        self.any_shared && self.cpus[cpu as usize].tasks > 1
+        self.any_shared() && self.cpus[cpu as usize].tasks > 1
+    }
+
+    /// Whether no task runs on `cpu` or waits for it, as the scheduler
+    /// sees it (work in interrupt context aside): a task may move there.
+    pub fn idle(&self, cpu: u16) -> bool {
+        self.cpus[cpu as usize].nr_running == 0
+    }
+
+    /// Whether `id`, which wants to run on `cpu`, finds another runnable
+    /// task there.
+    pub fn contended(&self, id: TaskId, cpu: u16) -> bool {
+        let own = u32::from(self.runnable[id as usize]);
+        self.cpus[cpu as usize].nr_running > own
+    }
+
+    /// The CPUs `id` may move to from `cpu`, in the order the kernel's
+    /// idle search tries them (`select_idle_cpu` wraps from the next CPU).
+    pub fn candidates(&self, id: TaskId, cpu: u16) -> impl Iterator<Item = u16> + '_ {
+        let n = self.cpus.len() as u16;
+        (1..n)
+            .map(move |k| (cpu + k) % n)
+            .filter(move |&c| self.may_run_on(id, c))
+    }
+
+    /// A task that waits for another CPU than `cpu` and may run on it,
+    /// for `cpu` going idle to pull (`sched_balance_newidle`): from the CPU
+    /// with the most waiting tasks, the one that would wait longest there.
+    pub fn task_to_pull(&self, cpu: u16) -> Option<(TaskId, u16)> {
+        if self.nr_waiting == 0 {
+            return None;
+        }
+        let busiest = (0..self.cpus.len() as u16)
+            .filter(|&c| c != cpu && !self.cpus[c as usize].waiting.is_empty())
+            .max_by_key(|&c| (self.cpus[c as usize].waiting.len(), std::cmp::Reverse(c)))?;
+        let waiting = &self.cpus[busiest as usize].waiting;
+        let id = waiting
+            .iter()
+            .rev()
+            .map(|&(_, w)| w)
+            .find(|&w| self.may_run_on(w, cpu))?;
+        Some((id, busiest))
+    }
+
+    /// `id` moves from `from` to `to`: it stops waiting on `from`, and its
+    /// vruntime keeps its distance from the least one of its queue.
+    pub fn migrate(&mut self, id: TaskId, from: u16, to: u16) {
+        self.unqueue(id);
+        let old = &mut self.cpus[from as usize];
+        if old.curr == Some(id) {
+            old.curr = None;
+            old.curr_runnable = false;
+            old.slice_used = 0;
+        }
+        let lag = self.vruntime[id as usize] as i128 - old.min_vruntime as i128;
+        let runnable = self.runnable[id as usize];
+        old.nr_running -= u32::from(runnable);
+        self.cpus[to as usize].nr_running += u32::from(runnable);
+        self.remove_one(from);
+        self.place(to);
+        let base = self.cpus[to as usize].min_vruntime as i128;
+        self.set_vruntime(id, (base + lag).max(0) as Ns);
     }
 
     /// `id` is runnable but its CPU is busy: it waits for it.
@@ -193,6 +299,7 @@ impl RunQueues {
         if let Some(cpu) = self.waits_on[id as usize].take() {
             let key = (self.vruntime[id as usize], id);
             self.cpus[cpu as usize].waiting.remove(&key);
+            self.nr_waiting -= 1;
         }
     }
 
@@ -260,6 +367,7 @@ impl RunQueues {
             self.waits_on[id as usize] = Some(cpu);
             let key = (self.vruntime[id as usize], id);
             self.cpus[cpu as usize].waiting.insert(key);
+            self.nr_waiting += 1;
         }
     }
 
@@ -309,7 +417,15 @@ impl RunQueues {
     /// After `id` acted: whether it goes on wanting its CPU (false when it
     /// went to sleep: waiting for I/O, thinking, throttled).
     pub fn set_runnable(&mut self, id: TaskId, cpu: u16, runnable: bool) {
+        let was = std::mem::replace(&mut self.runnable[id as usize], runnable);
         let rq = &mut self.cpus[cpu as usize];
+        if was != runnable {
+            if runnable {
+                rq.nr_running += 1;
+            } else {
+                rq.nr_running -= 1;
+            }
+        }
         if rq.curr == Some(id) {
             rq.curr_runnable = runnable;
         }
@@ -318,8 +434,10 @@ impl RunQueues {
     /// Whether a task holds `cpu` within its slice and goes on wanting it
     /// (a kernel thread woken there waits for its turn).
     pub fn holds(&self, cpu: u16) -> bool {
+        // A task alone on its CPU takes it without asking (its slice is not
+        // kept): the worker does not wait for it.
         let rq = &self.cpus[cpu as usize];
-        rq.curr.is_some() && rq.curr_runnable && rq.slice_used < self.slice_ns
+        rq.tasks > 1 && rq.curr.is_some() && rq.curr_runnable && rq.slice_used < self.slice_ns
     }
 
     /// Whether the waiting tasks should be woken when `cpu` frees: the
