@@ -254,6 +254,16 @@ fn input(message: String) -> Error {
 /// a run at millions of IOPS has a few events per request and instant.
 const MAX_EVENTS_AT_ONE_INSTANT: u64 = 10_000_000;
 
+/// Events between two looks at the run's progress.
+const PROGRESS_CHECK_EVENTS: u64 = 1 << 16;
+
+/// Looks in a row that find no job and no request gone further mean the
+/// run is stuck (tasks that hand each other a CPU, or wait for something
+/// that never comes, while events keep the clock moving): some 16 million
+/// events with no I/O submitted or completed, where a run has a few per
+/// I/O and timers fire at most every few milliseconds.
+const MAX_LOOKS_WITHOUT_PROGRESS: u32 = 256;
+
 /// A task and its body, side by side (one index per step).
 struct TaskSlot {
     task: Task,
@@ -539,6 +549,7 @@ impl Simulation {
         // scheduling work for "now" without progress is a bug, reported
         // instead of a run that never ends.
         let mut same_instant: u64 = 0;
+        let (mut last_done, mut looks_without_progress) = (0, 0);
         while let Some((t, ev)) = self.events.pop() {
             debug_assert!(t >= self.now, "time went backwards");
             if t == self.now {
@@ -604,7 +615,20 @@ impl Simulation {
                 break;
             }
             counter += 1;
-            if counter & 0xffff == 0 {
+            if counter.is_multiple_of(PROGRESS_CHECK_EVENTS) {
+                let done = self.work_done();
+                if done == last_done {
+                    looks_without_progress += 1;
+                    if looks_without_progress > MAX_LOOKS_WITHOUT_PROGRESS {
+                        let (now, state) = (self.now, self.describe_tasks());
+                        return Err(Error::Internal(format!(
+                            "no progress: {} events up to {now} ns with no I/O submitted or completed; {state}",
+                            PROGRESS_CHECK_EVENTS * u64::from(MAX_LOOKS_WITHOUT_PROGRESS)
+                        )));
+                    }
+                } else {
+                    (last_done, looks_without_progress) = (done, 0);
+                }
                 progress(Progress {
                     now: self.now,
                     horizon: self.horizon(),
@@ -946,6 +970,51 @@ impl Simulation {
             }
         }
         self.block.worker_seat().left.clear();
+    }
+
+    /// A count that grows whenever the run gets anywhere: the jobs' submit
+    /// and reap calls, their syncs, requests completed, jobs finished.
+    fn work_done(&self) -> u64 {
+        let jobs: u64 = self
+            .tasks
+            .iter()
+            .map(|t| {
+                let s = &t.job.stats;
+                s.total_submit + s.total_complete + s.sync_total
+            })
+            .sum();
+        jobs + self.block.inv.requests_completed
+            + self.block.inv.bios_completed
+            + self.tasks.len().saturating_sub(self.active) as u64
+    }
+
+    /// Where each job's task stands and who waits for which CPU, for an
+    /// internal error about a run that does not end.
+    fn describe_tasks(&mut self) -> String {
+        const SHOWN: usize = 16;
+        let mut out: Vec<String> = self
+            .tasks
+            .iter()
+            .take(SHOWN)
+            .map(|TaskSlot { task, job }| {
+                format!(
+                    "task {} ('{}') {:?} on cpu {}, asleep on {:?}, wake at {:?}, busy until {}",
+                    task.id,
+                    job.spec.name,
+                    job.phase,
+                    task.cpu,
+                    task.sleep,
+                    task.wake_pending,
+                    task.busy_until
+                )
+            })
+            .collect();
+        if self.tasks.len() > SHOWN {
+            out.push(format!("{} more tasks", self.tasks.len() - SHOWN));
+        }
+        out.push(format!("device worker {:?}", self.block.worker_seat()));
+        out.push(format!("{} requests live", self.block.live_requests()));
+        out.join("; ")
     }
 
     /// The end-of-run checks: every job finished, every bio and request
