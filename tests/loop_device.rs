@@ -367,3 +367,44 @@ fn a_task_leaving_the_cpu_a_seated_worker_waits_for_hands_it_over() {
     eprintln!("five QD64 readers, seated worker: {lo:.0}-{hi:.0} IOPS");
     assert!(lo > 0.0, "a job did no I/O: {lo:.0}-{hi:.0}");
 }
+
+/// Two tasks left of three, each on its own CPU, one woken while the other
+/// waits: the woken one must count as running on the CPU it moves to while
+/// that CPU wakes up for it, or that CPU looks idle and pulls the other,
+/// and the two swap CPUs at every wake-up with neither running (a clock
+/// that crawled on for minutes; found by fuzzing the probes' parameters:
+/// three QD128 readers under BFQ).
+#[test]
+fn a_task_woken_on_an_idle_cpu_keeps_it_from_pulling_another() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let profile = dir.join("tests/fixtures/loop-calibrated-e2-2026-11-29.toml");
+    let mut text = std::fs::read_to_string(&profile).unwrap();
+    for (from, to) in [
+        ("work_ns = 1488 ", "work_ns = 0 "),
+        (
+            "copy_bandwidth = 9502791270 ",
+            "copy_bandwidth = 1000000000 ",
+        ),
+        (
+            "nowait_percent = 25 ",
+            "worker_waits_for_holder = true\nnowait_percent = 25 ",
+        ),
+        ("host_speed = 0.313 ", "host_speed = 2.0 "),
+        ("wake_ns = 8954 ", "wake_ns = 500 "),
+        ("hook_speed = 1.625 ", "hook_speed = 1.0 "),
+    ] {
+        assert!(text.contains(from), "the fixture has {from}");
+        text = text.replace(from, to);
+    }
+    let job = "[global]\nioengine=libaio\ndirect=1\nbs=4k\nrw=randread\niodepth=128\n\
+               time_based=1\nruntime=1s\nfilename=/dev/loop0\n[three]\nnumjobs=3\n";
+    let mut spec = RunSpec::new(JobSource::text("three.fio", job))
+        .device(profile.to_str().unwrap())
+        .scheduler("bfq")
+        .cpus(2);
+    spec.device.profile = Some(text);
+    let r = run::run(&spec).expect("every job finishes");
+    let (lo, hi) = job_iops_range(&r);
+    eprintln!("three QD128 readers, seated worker, BFQ: {lo:.0}-{hi:.0} IOPS");
+    assert!(lo > 0.0, "a job did no I/O: {lo:.0}-{hi:.0}");
+}

@@ -32,8 +32,12 @@
 //! vruntime (completion work in interrupt context is not the task's); the
 //! decision is taken when a task asks for a CPU that is free, so the waiting
 //! tasks must be woken whenever the CPU frees — [`RunQueues::next_waiter`]
-//! says whom. A CPU with one task takes the fast path and changes nothing,
-//! and while no CPU is shared nothing migrates. Interrupt and softirq work
+//! says whom. While no CPU has been shared, tasks take the fast path and
+//! nothing migrates. Once one has, every task's state is kept here until
+//! one task is left, though no CPU is shared now: a task that waits for
+//! its CPU (its own wake-up on it) must count as running there, or that
+//! CPU looks idle and pulls another task (two tasks then swapped CPUs at
+//! every wake-up and neither ran). Interrupt and softirq work
 //! on a CPU does not make it busy here (the kernel's `idle_cpu` looks at
 //! the tasks only). Not modelled: the periodic load balancer (with every
 //! CPU busy, tasks stay where they are), nice levels, wake-up preemption.
@@ -91,8 +95,13 @@ pub enum Grant {
 /// Every CPU's run queue and every task's virtual runtime.
 #[derive(Clone, Debug)]
 pub struct RunQueues {
-    /// CPUs with more than one task (none: nothing here is needed).
-    shared_cpus: u32,
+    /// Some CPU had more than one task while more than one task lives
+    /// (else nothing here is needed). It stays set while two tasks live,
+    /// though none shares a CPU now: a migration may put them together
+    /// again, and that needs every task's state kept on the way.
+    sharing: bool,
+    /// Tasks placed and not yet ended.
+    live: u32,
     cpus: Vec<RunQueue>,
     vruntime: Vec<Ns>,
     /// Per task: the CPUs it may run on (`cpus_allowed`); empty: any.
@@ -113,7 +122,8 @@ impl RunQueues {
     /// switch cost on this machine.
     pub fn new(nr_cpus: usize, nr_tasks: usize, switch_ns: Ns) -> RunQueues {
         RunQueues {
-            shared_cpus: 0,
+            sharing: false,
+            live: 0,
             cpus: vec![RunQueue::default(); nr_cpus.max(1)],
             vruntime: vec![0; nr_tasks],
             allowed: vec![Vec::new(); nr_tasks],
@@ -132,10 +142,16 @@ impl RunQueues {
 
     /// A task now lives on `cpu`.
     pub fn place(&mut self, cpu: u16) {
+        self.live += 1;
+        self.add_one(cpu);
+    }
+
+    /// One task more lives on `cpu`.
+    fn add_one(&mut self, cpu: u16) {
         let rq = &mut self.cpus[cpu as usize];
         rq.tasks += 1;
         if rq.tasks == 2 {
-            self.shared_cpus += 1;
+            self.sharing = true;
         }
     }
 
@@ -148,14 +164,15 @@ impl RunQueues {
             rq.curr = None;
         }
         self.remove_one(cpu);
+        self.live = self.live.saturating_sub(1);
+        if self.live <= 1 {
+            self.sharing = false;
+        }
     }
 
     /// One task fewer lives on `cpu`.
     fn remove_one(&mut self, cpu: u16) {
         let rq = &mut self.cpus[cpu as usize];
-        if rq.tasks == 2 {
-            self.shared_cpus -= 1;
-        }
         rq.tasks = rq.tasks.saturating_sub(1);
     }
 
@@ -171,11 +188,12 @@ impl RunQueues {
         a.is_empty() || a.contains(&cpu)
     }
 
-    /// Whether any CPU is shared: when none is (the usual case), tasks take
-    /// their CPUs without asking.
+    /// Whether CPUs are shared: when none was (the usual case), tasks take
+    /// their CPUs without asking. Once one was, this holds until only one
+    /// task is left (see `sharing`).
     #[inline(always)]
     pub fn any_shared(&self) -> bool {
-        self.shared_cpus > 0
+        self.sharing
     }
 
     /// Whether `cpu` is shared.
@@ -240,7 +258,7 @@ impl RunQueues {
         old.nr_running -= u32::from(runnable);
         self.cpus[to as usize].nr_running += u32::from(runnable);
         self.remove_one(from);
-        self.place(to);
+        self.add_one(to);
         let base = self.cpus[to as usize].min_vruntime as i128;
         self.set_vruntime(id, (base + lag).max(0) as Ns);
     }
