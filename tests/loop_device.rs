@@ -328,42 +328,74 @@ fn a_job_alone_on_its_cpu_is_not_starved_by_the_worker() {
     }
 }
 
-/// A seated worker waits for the task holding a CPU to let it go; when that
-/// task moves to another CPU, the CPU it left must go to the worker, or the
-/// worker waits for a task that no longer runs there and every request on
-/// the device stays live (found by fuzzing the probes' parameters: five
-/// QD64 readers under mq-deadline on a slow host).
-#[test]
-fn a_task_leaving_the_cpu_a_seated_worker_waits_for_hands_it_over() {
+/// The E2 fixture with the worker seated and these loop and CPU figures
+/// (work_ns, copy bandwidth, NOWAIT share, host speed, wake-up, hook
+/// speed), run on two CPUs: the jobs' IOPS range. Fuzzing the probes'
+/// parameters found the stalls below with such profiles.
+fn seated_fixture_run(
+    loop_figures: (u64, u64, u32),
+    cpu_figures: (&str, u64, &str),
+    job: &str,
+    scheduler: &str,
+) -> (f64, f64) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let profile = dir.join("tests/fixtures/loop-calibrated-e2-2026-11-29.toml");
     let mut text = std::fs::read_to_string(&profile).unwrap();
+    let (work_ns, copy, nowait) = loop_figures;
+    let (host, wake_ns, hook) = cpu_figures;
     for (from, to) in [
-        ("work_ns = 1488 ", "work_ns = 1000 "),
         (
-            "copy_bandwidth = 9502791270 ",
-            "copy_bandwidth = 100000000 ",
+            "work_ns = 1488 ".to_string(),
+            format!("work_ns = {work_ns} "),
         ),
         (
-            "nowait_percent = 25 ",
-            "worker_waits_for_holder = true\nnowait_percent = 50 ",
+            "copy_bandwidth = 9502791270 ".to_string(),
+            format!("copy_bandwidth = {copy} "),
         ),
-        ("host_speed = 0.313 ", "host_speed = 0.3 "),
-        ("wake_ns = 8954 ", "wake_ns = 1160 "),
-        ("hook_speed = 1.625 ", "hook_speed = 1.0 "),
+        (
+            "nowait_percent = 25 ".to_string(),
+            format!("worker_waits_for_holder = true\nnowait_percent = {nowait} "),
+        ),
+        (
+            "host_speed = 0.313 ".to_string(),
+            format!("host_speed = {host} "),
+        ),
+        (
+            "wake_ns = 8954 ".to_string(),
+            format!("wake_ns = {wake_ns} "),
+        ),
+        (
+            "hook_speed = 1.625 ".to_string(),
+            format!("hook_speed = {hook} "),
+        ),
     ] {
-        assert!(text.contains(from), "the fixture has {from}");
-        text = text.replace(from, to);
+        assert!(text.contains(&from), "the fixture has {from}");
+        text = text.replace(&from, &to);
     }
-    let job = "[global]\nioengine=libaio\ndirect=1\nbs=4k\nrw=randread\niodepth=64\n\
-               time_based=1\nruntime=1s\nfilename=/dev/loop0\n[five]\nnumjobs=5\n";
-    let mut spec = RunSpec::new(JobSource::text("five.fio", job))
+    let mut spec = RunSpec::new(JobSource::text("fuzzed.fio", job))
         .device(profile.to_str().unwrap())
-        .scheduler("mq-deadline")
+        .scheduler(scheduler)
         .cpus(2);
     spec.device.profile = Some(text);
     let r = run::run(&spec).expect("every job finishes");
-    let (lo, hi) = job_iops_range(&r);
+    job_iops_range(&r)
+}
+
+/// A seated worker waits for the task holding a CPU to let it go; when that
+/// task moves to another CPU, the CPU it left must go to the worker, or the
+/// worker waits for a task that no longer runs there and every request on
+/// the device stays live (five QD64 readers under mq-deadline on a slow
+/// host).
+#[test]
+fn a_task_leaving_the_cpu_a_seated_worker_waits_for_hands_it_over() {
+    let job = "[global]\nioengine=libaio\ndirect=1\nbs=4k\nrw=randread\niodepth=64\n\
+               time_based=1\nruntime=1s\nfilename=/dev/loop0\n[five]\nnumjobs=5\n";
+    let (lo, hi) = seated_fixture_run(
+        (1000, 100_000_000, 50),
+        ("0.3", 1160, "1.0"),
+        job,
+        "mq-deadline",
+    );
     eprintln!("five QD64 readers, seated worker: {lo:.0}-{hi:.0} IOPS");
     assert!(lo > 0.0, "a job did no I/O: {lo:.0}-{hi:.0}");
 }
@@ -372,39 +404,12 @@ fn a_task_leaving_the_cpu_a_seated_worker_waits_for_hands_it_over() {
 /// waits: the woken one must count as running on the CPU it moves to while
 /// that CPU wakes up for it, or that CPU looks idle and pulls the other,
 /// and the two swap CPUs at every wake-up with neither running (a clock
-/// that crawled on for minutes; found by fuzzing the probes' parameters:
-/// three QD128 readers under BFQ).
+/// that crawled on for minutes: three QD128 readers under BFQ).
 #[test]
 fn a_task_woken_on_an_idle_cpu_keeps_it_from_pulling_another() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let profile = dir.join("tests/fixtures/loop-calibrated-e2-2026-11-29.toml");
-    let mut text = std::fs::read_to_string(&profile).unwrap();
-    for (from, to) in [
-        ("work_ns = 1488 ", "work_ns = 0 "),
-        (
-            "copy_bandwidth = 9502791270 ",
-            "copy_bandwidth = 1000000000 ",
-        ),
-        (
-            "nowait_percent = 25 ",
-            "worker_waits_for_holder = true\nnowait_percent = 25 ",
-        ),
-        ("host_speed = 0.313 ", "host_speed = 2.0 "),
-        ("wake_ns = 8954 ", "wake_ns = 500 "),
-        ("hook_speed = 1.625 ", "hook_speed = 1.0 "),
-    ] {
-        assert!(text.contains(from), "the fixture has {from}");
-        text = text.replace(from, to);
-    }
     let job = "[global]\nioengine=libaio\ndirect=1\nbs=4k\nrw=randread\niodepth=128\n\
                time_based=1\nruntime=1s\nfilename=/dev/loop0\n[three]\nnumjobs=3\n";
-    let mut spec = RunSpec::new(JobSource::text("three.fio", job))
-        .device(profile.to_str().unwrap())
-        .scheduler("bfq")
-        .cpus(2);
-    spec.device.profile = Some(text);
-    let r = run::run(&spec).expect("every job finishes");
-    let (lo, hi) = job_iops_range(&r);
+    let (lo, hi) = seated_fixture_run((0, 1_000_000_000, 25), ("2.0", 500, "1.0"), job, "bfq");
     eprintln!("three QD128 readers, seated worker, BFQ: {lo:.0}-{hi:.0} IOPS");
     assert!(lo > 0.0, "a job did no I/O: {lo:.0}-{hi:.0}");
 }
