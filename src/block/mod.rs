@@ -679,11 +679,18 @@ impl BlockLayer {
     pub fn cpu_end(&mut self) -> Ns {
         self.cpu.end()
     }
-    /// When `cpu` is free for new work.
-    /// The host's wake-up latency for a task asleep on I/O (`[cpu] wake_ns`).
+    /// A task is woken at `at` onto `cpu`: if that CPU is idle then, the
+    /// host's wake-up (`[cpu] wake_ns`: the IPI, the exit from idle, the
+    /// switch) keeps it busy first. Returns when the task can run there.
     #[inline]
-    pub fn wake_ns(&self) -> Ns {
-        self.costs.wake_ns
+    pub fn wake_idle_cpu(&mut self, cpu: u16, at: Ns) -> Ns {
+        let wake = self.costs.wake_ns;
+        if wake == 0 || self.cpu_free_at(cpu) > at {
+            return at;
+        }
+        self.cpu_begin(cpu, at);
+        self.cpu_charge(wake);
+        self.cpu_end()
     }
 
     /// CPU time charged on every CPU so far.

@@ -858,12 +858,7 @@ impl Simulation {
             return;
         };
         self.migrate(id, from, to);
-        let wake = self.block.wake_ns();
-        if wake > 0 {
-            self.block.cpu_begin(to, now);
-            self.block.cpu_charge(wake);
-            self.block.cpu_end();
-        }
+        self.block.wake_idle_cpu(to, now);
     }
 
     /// `sched_balance_newidle`: `cpu` has no task to run (the one that had
@@ -877,12 +872,7 @@ impl Simulation {
             return;
         };
         self.migrate(id, from, cpu);
-        let at = self.block.cpu_free_at(cpu).max(self.now);
-        let t = &mut self.tasks[id as usize].task;
-        if t.wake_pending.is_none_or(|p| p > at) {
-            t.wake_pending = Some(at);
-            self.events.push(at, Event::wake(id));
-        }
+        self.wake_when_cpu_frees(id, cpu);
     }
 
     /// Task `id` moves from CPU `from` to `to`. If it was next in line on
@@ -949,12 +939,17 @@ impl Simulation {
     /// The task whose turn is next on `cpu` is woken for when it frees.
     fn wake_next_waiter(&mut self, cpu: u16) {
         if let Some(next) = self.runqueues.next_waiter(cpu) {
-            let at = self.block.cpu_free_at(cpu).max(self.now);
-            let t = &mut self.tasks[next as usize].task;
-            if t.wake_pending.is_none_or(|p| p > at) {
-                t.wake_pending = Some(at);
-                self.events.push(at, Event::wake(next));
-            }
+            self.wake_when_cpu_frees(next, cpu);
+        }
+    }
+
+    /// Task `id` acts when `cpu` frees (unless it is woken earlier).
+    fn wake_when_cpu_frees(&mut self, id: u32, cpu: u16) {
+        let at = self.block.cpu_free_at(cpu).max(self.now);
+        let t = &mut self.tasks[id as usize].task;
+        if t.wake_pending.is_none_or(|p| p > at) {
+            t.wake_pending = Some(at);
+            self.events.push(at, Event::wake(id));
         }
     }
 

@@ -527,13 +527,7 @@ impl FioJob {
     /// exit from idle, the switch) keeps that CPU busy first. Returns when
     /// the task can run.
     fn wake_up(task: &Task, at: Ns, cx: &mut TaskCx) -> Ns {
-        let wake = cx.block.wake_ns();
-        if wake == 0 || cx.block.cpu_free_at(task.cpu) > at {
-            return at;
-        }
-        cx.block.cpu_begin(task.cpu, at);
-        cx.block.cpu_charge(wake);
-        cx.block.cpu_end()
+        cx.block.wake_idle_cpu(task.cpu, at)
     }
 
     /// The job acts at `cx.now`: reap, decide, submit at most one batch.

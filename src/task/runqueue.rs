@@ -19,8 +19,7 @@
 //! - a task waking from a sleep is placed no further back than half a
 //!   slice behind the least vruntime on its CPU (`place_entity`), so a long
 //!   sleeper does not monopolise the CPU when it returns;
-//! - switching from one task to another costs CPU time.
-//!
+//! - switching from one task to another costs CPU time;
 //! - a runnable task does not wait while another CPU it may use is idle:
 //!   a task woken on a busy CPU goes to an idle one (`select_idle_sibling`
 //!   at wake-up), and a CPU about to go idle pulls a task that waits
