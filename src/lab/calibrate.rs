@@ -1233,6 +1233,37 @@ pub fn fit_hooks(m: &Measured, fit: &mut Fit, cpus: usize, sim_time: Ns) {
     fit.hook_simulated = Some(pt);
 }
 
+/// Which end of its range a fitted hook speed sits at, if it does: the
+/// bisection stops there when the probe's ratio is beyond anything the
+/// model gives (hooks costing nothing, or as much as the range allows), so
+/// the speed says nothing about the hooks.
+fn hook_speed_bound(speed: f64) -> Option<&'static str> {
+    if speed >= HOOK_SPEED_MAX * 0.995 {
+        Some("upper")
+    } else if speed <= HOOK_SPEED_MIN * 1.005 {
+        Some("lower")
+    } else {
+        None
+    }
+}
+
+/// The report's note on a hook speed at a bound: what the probe measured
+/// against what the model can give, and the machine's CPU time per I/O
+/// under both schedulers, which shows the cost when the IOPS do not (a
+/// device-bound probe absorbs the hooks in idle CPU time).
+fn hook_bound_note(bound: &str, hook: Option<&Point>, none: Option<&Point>) -> String {
+    let cpu = match (hook.and_then(|p| p.cpu_us_per_io), none.and_then(|p| p.cpu_us_per_io)) {
+        (Some(a), Some(b)) if b > 0.0 => format!(
+            "; the machine's CPU time per I/O did show a cost: {a:.2} us under {HOOK_SCHEDULER} against {b:.2} under none ({:+.0}%)",
+            (a / b - 1.0) * 100.0
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "  hook_speed is at its {bound} bound: no hook speed gives the probe's ratio, so this probe did not resolve the scheduler's cost on this host (the ratio moves with the machine's drift; `validate` measures it again in paired rounds){cpu}"
+    )
+}
+
 /// Fit `[cpu] cache_speed` into `fit` from the page-cache probes, when they
 /// were measured: the buffered read probe's IOPS, every call a cache hit,
 /// is the host's CPU cost of such a call. The write probe is simulated with
@@ -1571,6 +1602,9 @@ fn cpu_section(s: &mut String, fit: &Fit) {
             let _ = writeln!(s, "wake_ns = {}              # ns an idle CPU is busy waking a task (fio, the loop worker): from the QD1 latency", c.wake_ns);
             if let Some(h) = c.hook_speed {
                 let _ = writeln!(s, "hook_speed = {h:.3}          # scheduler hooks' speed against the rest of the path: fitted to {} under {HOOK_SCHEDULER}", HOOK_PROBE.name);
+                if let Some(bound) = hook_speed_bound(h) {
+                    let _ = writeln!(s, "# hook_speed is at its {bound} bound: the probe did not resolve the scheduler's cost (see calibrate's output)");
+                }
             }
         }
     } else if cache_speed.is_some() {
@@ -1705,6 +1739,14 @@ pub fn calibrate_from(
             ),
             ratio(best.hook_simulated, i.and_then(|i| best.simulated.get(i))),
         );
+        if let Some(bound) = hook_speed_bound(h) {
+            let none = i.and_then(|i| m.points.get(i));
+            let _ = writeln!(
+                report,
+                "{}",
+                hook_bound_note(bound, m.hook_point.as_ref(), none)
+            );
+        }
     } else if m.hook_point.is_none() {
         let _ = writeln!(
             report,
@@ -1763,6 +1805,33 @@ pub struct Calibration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hook_speed_at_either_end_of_its_range_is_flagged_with_the_cpu_evidence() {
+        assert_eq!(hook_speed_bound(HOOK_SPEED_MAX - 0.001), Some("upper"));
+        assert_eq!(hook_speed_bound(HOOK_SPEED_MIN), Some("lower"));
+        assert_eq!(hook_speed_bound(1.13), None);
+        let at = |cpu: Option<f64>| Point {
+            read: None,
+            write: None,
+            cpu_us_per_io: cpu,
+            job_cpu_pct: None,
+            evenness: None,
+        };
+        let note = hook_bound_note("upper", Some(&at(Some(5.65))), Some(&at(Some(5.07))));
+        assert!(note.contains("upper bound"), "{note}");
+        assert!(
+            note.contains("5.65 us under mq-deadline against 5.07 under none (+11%)"),
+            "{note}"
+        );
+        // Without CPU figures (probes saved before they were recorded) the
+        // note says only what the ratio could not tell.
+        let bare = hook_bound_note("lower", Some(&at(None)), None);
+        assert!(
+            bare.contains("lower bound") && !bare.contains("CPU time"),
+            "{bare}"
+        );
+    }
 
     #[test]
     fn hook_pairs_are_spread_inside_each_pass() {
