@@ -467,7 +467,8 @@ impl FioJob {
             // cost no second wake-up.
             if task.sleep == Some(SleepReason::Io) && !self.io_woken {
                 self.io_woken = true;
-                let woke = Self::wake_up(task, at, cx);
+                // On an idle CPU the host's wake-up comes first.
+                let woke = cx.block.wake_idle_cpu(task.cpu, at);
                 self.io_wakeups_charged += u64::from(woke > at);
                 at = woke;
             }
@@ -520,14 +521,6 @@ impl FioJob {
         } else {
             cx.step_again(task.id);
         }
-    }
-
-    /// A task asleep in io_getevents (or a synchronous call) is woken at
-    /// `at`: on an idle CPU the host's wake-up (`[cpu] wake_ns`: the IPI, the
-    /// exit from idle, the switch) keeps that CPU busy first. Returns when
-    /// the task can run.
-    fn wake_up(task: &Task, at: Ns, cx: &mut TaskCx) -> Ns {
-        cx.block.wake_idle_cpu(task.cpu, at)
     }
 
     /// The job acts at `cx.now`: reap, decide, submit at most one batch.
