@@ -176,6 +176,15 @@ pub struct Era {
     /// A scheduler's shallow tag depth (`limit_depth`) counts bits of the
     /// whole tag bitmap, split over its words (6.17), not bits per word.
     pub shallow_whole_map: bool,
+    /// `io_submit` plugs only batches of more than two iocbs (5.0); before,
+    /// every call plugged.
+    pub aio_plug_threshold: bool,
+    /// An unplugged request bound for a scheduler is inserted and the
+    /// queue run from kblockd (`blk_mq_run_hw_queue(hctx, true)`), not by
+    /// the submitting task: on a device with one hardware queue (4.12),
+    /// on one with several (5.4).
+    pub sched_run_async_single: bool,
+    pub sched_run_async_multi: bool,
 }
 
 /// One behaviour that changed: from `since` on it is `after`, before it
@@ -223,6 +232,14 @@ pub static CHANGES: &[Change] = &[
         },
     },
     Change {
+        since: Version::new(4, 12, 0),
+        what: "an unplugged request with a scheduler, one hardware queue",
+        before: "4.11: a sync request runs the queue in the submitting task",
+        after: "inserted into the scheduler; the queue runs from kblockd (on the submitting CPU: a single-queue hctx's work is WORK_CPU_UNBOUND)",
+        source: "v4.12 block/blk-mq.c blk_mq_make_request (`blk_mq_sched_insert_request(rq, false, true, true, true)`; 4.11's blk_sq_make_request ran it async only for !is_sync), blk_mq_hctx_next_cpu",
+        apply: |e, on| e.sched_run_async_single = on,
+    },
+    Change {
         since: Version::new(4, 14, 0),
         what: "default nr_requests with a blk-mq scheduler",
         before: "256 (2 x BLKDEV_MAX_RQ)",
@@ -259,11 +276,27 @@ pub static CHANGES: &[Change] = &[
     },
     Change {
         since: Version::new(5, 0, 0),
+        what: "plugging in io_submit",
+        before: "every io_submit plugs its iocbs",
+        after: "only batches of more than AIO_PLUG_THRESHOLD (2) iocbs are plugged",
+        source: "fs/aio.c io_submit (v6.18 read; commit 'aio: only use blk plugs for > 2 depth submissions', merged for 5.0: memory)",
+        apply: |e, on| e.aio_plug_threshold = on,
+    },
+    Change {
+        since: Version::new(5, 0, 0),
         what: "legacy single-queue core",
         before: "available (noop, deadline, cfq)",
         after: "removed; blk-mq only",
         source: "5.0: block/blk-core.c legacy request_fn path, noop-iosched.c, deadline-iosched.c, cfq-iosched.c deleted",
         apply: |e, on| e.legacy_core = !on,
+    },
+    Change {
+        since: Version::new(5, 4, 0),
+        what: "an unplugged request with a scheduler, several hardware queues",
+        before: "a sync request takes blk_mq_try_issue_directly, which inserts it and runs the queue in the submitting task",
+        after: "inserted into the scheduler; the queue runs from kblockd (v6.18: `blk_mq_insert_request; blk_mq_run_hw_queue(hctx, true)` for every RQF_USE_SCHED request)",
+        source: "v6.18 block/blk-mq.c blk_mq_submit_bio; commit 'blk-mq: respect io scheduler' (Ming Lei, 2019, merged for 5.4: memory)",
+        apply: |e, on| e.sched_run_async_multi = on,
     },
     Change {
         since: Version::new(5, 12, 0),
@@ -297,6 +330,9 @@ impl Era {
             sched_depth: SchedDepth::Fixed256,
             sq_sched_one_hctx: false,
             shallow_whole_map: false,
+            aio_plug_threshold: false,
+            sched_run_async_single: false,
+            sched_run_async_multi: false,
         };
         for c in CHANGES {
             (c.apply)(&mut e, v >= c.since);

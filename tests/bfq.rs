@@ -332,7 +332,10 @@ fn a_weight_raised_queue_holds_the_disk_for_its_raised_budget_timeout() {
         (3000.0..4500.0).contains(&heavy_on),
         "heavy max {heavy_on:.0} ms"
     );
-    assert!(heavy_off < 500.0, "heavy max {heavy_off:.0} ms");
+    // Without raising no slot is stretched: the heavy group's worst read
+    // waits a few of the light group's 125 ms slots and seeks (320 ms when
+    // the submitting task ran the queue, 513 ms since kblockd runs it).
+    assert!(heavy_off < 1000.0, "heavy max {heavy_off:.0} ms");
     assert!(share_off > 0.7, "heavy's share {share_off:.2}");
     assert!(share_on < share_off, "{share_on:.2} vs {share_off:.2}");
 }

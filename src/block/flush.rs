@@ -544,6 +544,9 @@ mod machine_tests {
             let r = h.submit(bio(Op::Write, *s, 8, flags::SYNC, 1, i as u64 + 1));
             assert_eq!(r, SubmitResult::Taken);
         }
+        // kblockd's run (an unplugged request bound for a scheduler is
+        // dispatched from kblockd) sends W1.
+        h.run_until(0);
         let r = h.submit(bio(Op::Write, 5000, 8, flags::PREFLUSH, 2, 9));
         assert_eq!(r, SubmitResult::Taken);
         h.run();

@@ -45,11 +45,11 @@ use std::collections::VecDeque;
 /// BLK_MQ_RESOURCE_DELAY: re-run a queue 3 ms after a resource shortage or a
 /// NULL dispatch with work pending (blk-mq.h).
 pub const RESOURCE_DELAY: Ns = 3 * NS_PER_MS;
-/// From a completion to kblockd's queue run (4.11–4.14 with a scheduler):
-/// waking the kworker on the completing CPU costs a context switch, the
-/// task layer's figure, not a fitted value. E2's results hardly move between
-/// 1.5 and 50 µs (read latency 1.06–1.09 ms).
-const KBLOCKD_WAKE_NS: Ns = cpu::CONTEXT_SWITCH_NS;
+/// Switching kblockd's kworker in (or out) on a CPU: a context switch, the
+/// task layer's figure, not a fitted value. From a completion to kblockd's
+/// queue run (4.11–4.14 with a scheduler) it is the delay; E2's results
+/// hardly move between 1.5 and 50 µs (read latency 1.06–1.09 ms).
+pub(crate) const KBLOCKD_WAKE_NS: Ns = cpu::CONTEXT_SWITCH_NS;
 /// BLK_MAX_REQUEST_COUNT: plug flush threshold (32; 64 for multiple queues).
 pub const PLUG_MAX_REQUESTS: usize = 32;
 /// BLK_PLUG_FLUSH_SIZE: flush the plug when its last request is ≥ 128 KiB.
@@ -159,6 +159,9 @@ struct Hctx {
     dispatch_busy: u32,
     /// A delayed run is scheduled at this time.
     delayed_run: Option<Ns>,
+    /// The pending run is kblockd's work item queued by a task's
+    /// submission, on this CPU (see `kblockd_run_for_task`).
+    kblockd_cpu: Option<u16>,
     /// 4.11–4.14: the run that is sending `hctx->dispatch` has it on its own
     /// list until it ends; see `run_hw_queue_pull_when_stuck`.
     held: Option<HeldList>,
@@ -187,6 +190,7 @@ impl Hctx {
             tag_wake: WakeBatch::new(1, 0, ShallowRule::WholeMap, u32::MAX),
             dispatch_busy: 0,
             delayed_run: None,
+            kblockd_cpu: None,
             held: None,
         }
     }
@@ -656,6 +660,11 @@ impl BlockLayer {
 
     // ----- CPU time -----------------------------------------------------------
 
+    /// The kernel era this block layer behaves as.
+    pub fn era(&self) -> &Era {
+        &self.era
+    }
+
     /// A task's CPU number within this queue's CPUs (tasks are placed on
     /// CPUs below `nr_cpus`; a branch is cheaper than a division here).
     #[inline]
@@ -1092,7 +1101,11 @@ impl BlockLayer {
         }
         if self.elv.is_some() {
             self.elv_insert(env, rq, false);
-            self.run_hw_queue(env, hctx);
+            if self.sched_run_async() {
+                self.kblockd_run_for_task(env, hctx);
+            } else {
+                self.run_hw_queue(env, hctx);
+            }
             return;
         }
         let sync = r.is_sync();
@@ -1112,6 +1125,51 @@ impl BlockLayer {
             if !self.issue(env, rq) {
                 self.hctxs[hctx].dispatch.push_back(rq);
                 self.schedule_run(env, hctx as u16, env.now + RESOURCE_DELAY);
+            }
+        }
+    }
+
+    /// Whether an unplugged request bound for the scheduler has its queue
+    /// run from kblockd rather than by the submitting task (the era's
+    /// `sched_run_async_*`).
+    fn sched_run_async(&self) -> bool {
+        if self.hctxs.len() == 1 {
+            self.era.sched_run_async_single
+        } else {
+            self.era.sched_run_async_multi
+        }
+    }
+
+    /// `blk_mq_run_hw_queue(hctx, true)` from a task's submission:
+    /// `blk_mq_delay_run_hw_queue(hctx, 0)` queues the hctx's run work on
+    /// kblockd. A single-queue hctx gives WORK_CPU_UNBOUND, so kblockd's
+    /// worker on the submitting CPU runs it (`blk_mq_hctx_next_cpu`,
+    /// `__queue_work` on a per-CPU workqueue); with several queues the
+    /// submitting CPU is in the hctx's mask, and the model takes it too
+    /// rather than the mask's round robin (BLK_MQ_CPU_WORK_BATCH). A work
+    /// item still pending serves this submission as well: on its own CPU
+    /// it stays; on another CPU `kblockd_mod_delayed_work_on` takes it back
+    /// and queues it here (`mod_delayed_work_on` grabs the pending item,
+    /// `__queue_work` puts it on this CPU's worker pool).
+    /// The worker is a kernel thread of its own: its run costs a switch
+    /// into it and one out on that CPU (`delayed_run`), which is what a
+    /// scheduler costs a low-depth job beyond its hooks (v6.18
+    /// block/blk-mq.c blk_mq_submit_bio, blk_mq_run_hw_queue).
+    fn kblockd_run_for_task(&mut self, env: &mut Env, hctx: usize) {
+        let cpu = self.cpu.current();
+        let at = self.cpu.now().max(env.now);
+        let h = &mut self.hctxs[hctx];
+        match (h.delayed_run, h.kblockd_cpu) {
+            (Some(t), Some(c)) if t <= at && c != cpu => {
+                // Moved: the earlier event finds itself superseded.
+                h.delayed_run = Some(at);
+                h.kblockd_cpu = Some(cpu);
+                env.events.push(at, Event::QueueRun(hctx as u16));
+            }
+            (Some(t), _) if t <= at => {}
+            _ => {
+                self.schedule_run(env, hctx as u16, at);
+                self.hctxs[hctx].kblockd_cpu = Some(cpu);
             }
         }
     }
@@ -1188,6 +1246,7 @@ impl BlockLayer {
             return;
         }
         h.delayed_run = Some(at);
+        h.kblockd_cpu = None;
         env.events.push(at, Event::QueueRun(hctx));
     }
 
@@ -1199,28 +1258,34 @@ impl BlockLayer {
         if hctx as usize >= self.hctxs.len() {
             return;
         }
-        // kblockd runs the queue on a CPU mapped to it.
-        let cpu = self
-            .q
-            .hctx_first_cpu
-            .get(hctx as usize)
-            .copied()
-            .unwrap_or(0);
-        self.cpu.begin(cpu, env.now);
-        self.delayed_run_inner(env, hctx);
-        self.cpu.end();
-    }
-
-    fn delayed_run_inner(&mut self, env: &mut Env, hctx: u16) {
         let h = &mut self.hctxs[hctx as usize];
-        if h.delayed_run != Some(env.now) {
-            // Superseded by an earlier run; a later one is still pending if needed.
-            if h.delayed_run.is_some_and(|t| t > env.now) {
-                return;
-            }
+        if h.delayed_run != Some(env.now) && h.delayed_run.is_some_and(|t| t > env.now) {
+            // Superseded by an earlier run; a later one is still pending.
+            return;
         }
         h.delayed_run = None;
+        let Some(cpu) = h.kblockd_cpu.take() else {
+            // kblockd runs the queue on a CPU mapped to it.
+            let cpu = self
+                .q
+                .hctx_first_cpu
+                .get(hctx as usize)
+                .copied()
+                .unwrap_or(0);
+            self.cpu.begin(cpu, env.now);
+            self.run_hw_queue(env, hctx as usize);
+            self.cpu.end();
+            return;
+        };
+        // A submission's work item: kblockd's worker is switched in on the
+        // submitting CPU (woken there, which the task kept busy until it
+        // queued the work) and out again after the run.
+        let switch = self.machine.scale_ns(KBLOCKD_WAKE_NS);
+        self.cpu.begin(cpu, env.now);
+        self.cpu.charge(switch);
         self.run_hw_queue(env, hctx as usize);
+        self.cpu.charge(switch);
+        self.cpu.end();
     }
 
     fn has_pending(&self, hctx: usize) -> bool {

@@ -822,7 +822,7 @@ mod block_tests {
     use crate::block::knobs::QueueKnobs;
     use crate::block::request::flags;
     use crate::block::testkit::{bio, fsync_bio, Harness, TestDevice};
-    use crate::block::{BlockWait, SubmitResult};
+    use crate::block::{BlockWait, SubmitResult, KBLOCKD_WAKE_NS};
     use crate::sim::time::{NS_PER_MS, NS_PER_US};
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -854,13 +854,20 @@ mod block_tests {
             assert_eq!(h.submit(w2), SubmitResult::Sleep(BlockWait::RqQos));
             // Reads are not limited by this policy.
             assert_eq!(h.submit(r), SubmitResult::Taken);
-            h.run_until(100 * NS_PER_US);
+            // Under mq-deadline kblockd's worker is switched in first.
+            let kworker = if sched == "none" { 0 } else { KBLOCKD_WAKE_NS };
+            h.run_until(100 * NS_PER_US + kworker);
             // w1 completed; its done woke task 2 with the slot.
             assert_eq!(h.woken, vec![2]);
             h.woken.clear();
+            let resubmitted = h.now;
             assert_eq!(h.submit(w2), SubmitResult::Taken);
             h.run();
-            assert_eq!(h.done_at(2), Some(200 * NS_PER_US), "{sched}");
+            assert_eq!(
+                h.done_at(2),
+                Some(resubmitted + kworker + 100 * NS_PER_US),
+                "{sched}"
+            );
             let c = c.borrow();
             assert_eq!((c.throttled, c.woken, c.max_inflight), (1, 1, 1));
             assert_eq!(c.issued, 3);
@@ -946,7 +953,7 @@ mod block_tests {
         let w = bio(Op::Write, 3008, 8, 0, 2, 10);
         assert_eq!(h.submit(w), SubmitResult::Sleep(BlockWait::Tag));
         assert_eq!(h.bl.qos.stage(2), Some(TaskStage::Passed));
-        h.run_until(100 * NS_PER_US);
+        h.run_until(100 * NS_PER_US + KBLOCKD_WAKE_NS);
         assert_eq!(h.woken, vec![2]);
         // Task 3 takes the freed tag first with the request w now merges into.
         assert_eq!(

@@ -977,11 +977,15 @@ impl FioJob {
                 });
             }
         } else {
-            // io_submit plugs batches above AIO_PLUG_THRESHOLD (2, fs/aio.c); the
+            // io_submit plugs batches above AIO_PLUG_THRESHOLD (2, fs/aio.c;
+            // every batch before 5.0, `Era::aio_plug_threshold`); the
             // block-device direct I/O path plugs its bios too.
             // Readahead and writeback bios of a buffered call go out under
             // a plug (read_pages, wb_writeback).
-            let plugged = batch.len() > 2 || self.kind == EngineKind::Sync || self.buffered;
+            let plugged = batch.len() > 2
+                || !cx.block.era().aio_plug_threshold
+                || self.kind == EngineKind::Sync
+                || self.buffered;
             self.submit_pending(task, cx, plugged);
             if self.sync_wait.is_some() && self.pending.is_empty() {
                 self.fsync_progress(task, cx);
