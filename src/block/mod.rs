@@ -838,6 +838,10 @@ impl BlockLayer {
                 if let Some(p) = plug.as_deref_mut() {
                     self.flush_plug(env, p, true);
                 }
+                // blk_mq_get_tag runs the queue before it sleeps ("kick any
+                // pending IO submits"; `blk_mq_run_hw_queue(hctx, false)`),
+                // so what waits in the scheduler for kblockd goes now.
+                self.run_hw_queue(env, hctx);
                 match self.alloc_request(env, b, hctx, &mut shallow) {
                     Some(rq) => rq,
                     None => {
