@@ -1164,16 +1164,13 @@ impl BlockLayer {
         let at = self.cpu.now().max(env.now);
         let h = &mut self.hctxs[hctx];
         match (h.delayed_run, h.kblockd_cpu) {
-            (Some(t), Some(c)) if t <= at && c != cpu => {
-                // Moved: the earlier event finds itself superseded.
+            // Pending here, or a plain run pending: it serves this one.
+            (Some(t), c) if t <= at && c.is_none_or(|c| c == cpu) => {}
+            _ => {
+                // Moved (the earlier event finds itself superseded) or new.
                 h.delayed_run = Some(at);
                 h.kblockd_cpu = Some(cpu);
                 env.events.push(at, Event::QueueRun(hctx as u16));
-            }
-            (Some(t), _) if t <= at => {}
-            _ => {
-                self.schedule_run(env, hctx as u16, at);
-                self.hctxs[hctx].kblockd_cpu = Some(cpu);
             }
         }
     }
@@ -1268,23 +1265,16 @@ impl BlockLayer {
             return;
         }
         h.delayed_run = None;
-        let Some(cpu) = h.kblockd_cpu.take() else {
-            // kblockd runs the queue on a CPU mapped to it.
-            let cpu = self
-                .q
-                .hctx_first_cpu
-                .get(hctx as usize)
-                .copied()
-                .unwrap_or(0);
-            self.cpu.begin(cpu, env.now);
-            self.run_hw_queue(env, hctx as usize);
-            self.cpu.end();
-            return;
+        // A submission's work item runs on the submitting CPU, kblockd's
+        // worker switched in there and out again after the run; any other
+        // run, on a CPU mapped to the queue.
+        let (cpu, switch) = match h.kblockd_cpu.take() {
+            Some(cpu) => (cpu, self.machine.scale_ns(KBLOCKD_WAKE_NS)),
+            None => {
+                let first = self.q.hctx_first_cpu.get(hctx as usize);
+                (first.copied().unwrap_or(0), 0)
+            }
         };
-        // A submission's work item: kblockd's worker is switched in on the
-        // submitting CPU (woken there, which the task kept busy until it
-        // queued the work) and out again after the run.
-        let switch = self.machine.scale_ns(KBLOCKD_WAKE_NS);
         self.cpu.begin(cpu, env.now);
         self.cpu.charge(switch);
         self.run_hw_queue(env, hctx as usize);
