@@ -3,12 +3,17 @@
 //! memcpy done by the machine's CPUs, competing with the fio jobs for them.
 //!
 //! What the kernel does (drivers/block/loop.c, v6.18, with `--direct-io=on`):
-//! - `loop_queue_rq` starts the request and, since 6.18 ("loop: try to handle
-//!   loop aio command via NOWAIT IO first"), first tries the backing file's
-//!   `read_iter`/`write_iter` with IOCB_NOWAIT in the submitter's context. What
-//!   succeeds completes there: the submitting CPU does the copy. The rest
-//!   goes to `loop_queue_work`: onto a worker's command list and
-//!   `queue_work` on the device's WQ_UNBOUND workqueue.
+//! - `loop_queue_rq` starts the request and hands it to `loop_queue_work`:
+//!   onto a worker's command list and `queue_work` on the device's
+//!   WQ_UNBOUND workqueue. The try of the backing file's `read_iter` /
+//!   `write_iter` with IOCB_NOWAIT in `queue_rq` itself ("loop: try to handle
+//!   loop aio command via NOWAIT IO first", with "loop: add hint for handling
+//!   aio via IOCB_NOWAIT") came with 6.19: the series was posted on
+//!   2025-10-15, after 6.18-rc1, and merged with the hint patch, which adds
+//!   the `loop/nr_blocking_writes` sysfs attribute. The lab's 6.18.44 has no
+//!   such attribute (checked 2026-12-02), so every command there goes to the
+//!   worker. What the model's `nowait_percent` completes on the submitting
+//!   CPU stands for the worker itself running there (see that field).
 //! - A worker (one per blkcg; this model has the root one) takes commands
 //!   off its list one at a time (`loop_process_work`): a work item never runs
 //!   on two CPUs at once, so one worker's commands are served in order on one
@@ -68,13 +73,18 @@ pub struct LoopParams {
     /// reads (52.2 against 36.8 us).
     #[serde(default)]
     pub write_copy_bandwidth: Option<u64>,
-    /// Share of reads and writes that the NOWAIT attempt in `queue_rq`
-    /// completes in the submitter's context, percent (0 before 6.18, or
-    /// for a backing file without FMODE_NOWAIT). A fitted value: on the lab
-    /// VM's 6.18 tmpfs loop, with fio pinned to one CPU, BLOCK_SOFTIRQ ran
-    /// on fio's CPU 0.2-0.5 times per 100 I/Os (a NOWAIT completion in
-    /// queue_rq raises it there), yet fits choose 25%: the share stands for
-    /// submitter-side work the model does not place otherwise.
+    /// Share of reads and writes completed on the submitting CPU at once,
+    /// without the worker's wake-up, percent (spread evenly). 6.19's loop
+    /// does that for what its IOCB_NOWAIT try in `queue_rq` completes; the
+    /// kernels this model runs (to 6.17) and the lab's 6.18 have no such
+    /// try, and there the share stands for the kworker woken onto the
+    /// submitter's CPU and running the command before the submitter goes on
+    /// (no IPI to an idle vCPU). A fitted value, not a kernel constant:
+    /// with fio pinned to CPU 0 of the lab VM at QD1, BLOCK_SOFTIRQ (raised
+    /// where a command completes) ran on fio's CPU for 83% of reads on
+    /// 2026-12-01 and 54% on 2026-12-02, 28% and 5% at QD4, under 3% from
+    /// QD16 on both days; the fits chose 0-75%. Profiles calibrated before 2026-12-02
+    /// call it "the NOWAIT try", which 6.18 does not have.
     #[serde(default)]
     pub nowait_percent: u32,
     /// true: the worker is a task of the fair scheduler as the kernel's
@@ -129,7 +139,7 @@ pub struct Loop {
     /// every CPU carries the same load; the model's tasks stay put, so the
     /// worker spreads its own time instead).
     worker_ns: Vec<Ns>,
-    /// Commands seen, for the NOWAIT share (an exact interleave, no RNG).
+    /// Commands seen, for `nowait_percent` (an exact interleave, no RNG).
     commands: u64,
     /// CPU time the worker has run on its CPU while tasks waited for it,
     /// since it last let them go.
@@ -173,8 +183,8 @@ impl Loop {
         self.p.work_ns + copy
     }
 
-    /// Whether this read or write completes in `queue_rq` (NOWAIT): spread
-    /// evenly, `nowait_percent` of every 100 commands.
+    /// Whether this read or write completes on the submitting CPU at once
+    /// (`nowait_percent` of every 100 commands, spread evenly).
     fn inline(&mut self, op: Op) -> bool {
         if !matches!(op, Op::Read | Op::Write) || self.p.nowait_percent == 0 {
             return false;
@@ -233,10 +243,10 @@ impl Device for Loop {
     fn submit(&mut self, now: Ns, cmd: &DeviceCmd, out: &mut DeviceOut) -> Submit {
         let cost = self.cost(cmd.op, cmd.bytes());
         if self.inline(cmd.op) {
-            // Done by the submitting CPU inside queue_rq; its completion
-            // runs there too (the request's own CPU).
-            // The block layer charges it to the submitting CPU; the
-            // completion starts when that CPU is done.
+            // Done by the submitting CPU at once (6.19's NOWAIT try in
+            // queue_rq; before it, the worker run there): the block layer
+            // charges it to that CPU, and the completion, the request's own
+            // CPU's, starts when that CPU is done.
             out.inline_cpu_ns += cost;
             out.completions.push((now, cmd.id));
             return Submit::Accepted;
@@ -475,7 +485,7 @@ mod tests {
         SoftirqRun { at, cpu, count }
     }
 
-    /// A loop device (no NOWAIT share) with three commands on its list.
+    /// A loop device (`nowait_percent` 0) with three commands on its list.
     fn three_queued() -> (Loop, DeviceOut) {
         let mut d = Loop::new(&params(0)).unwrap();
         let mut out = DeviceOut::default();

@@ -771,7 +771,7 @@ impl Fitter {
     }
 
     /// The loop model (a file on tmpfs: the CPUs are the device). The
-    /// host's CPU speed and the NOWAIT share are searched; for each pair the
+    /// host's CPU speed and `nowait_percent` are searched; for each pair the
     /// worker's work per command is bisected to the one-job QD64 read
     /// ceiling, the copy rates to the 128 KiB sequential reads and writes,
     /// the wake-up shifted to the QD1 latencies; the pair with the smallest
@@ -844,7 +844,7 @@ impl Fitter {
         }
     }
 
-    /// The loop fit at one host speed and NOWAIT share: (error, params,
+    /// The loop fit at one host speed and `nowait_percent`: (error, params,
     /// wake-up cost, points).
     fn fit_loop_at(
         &mut self,
@@ -1574,7 +1574,7 @@ fn model_section(s: &mut String, fit: &Fit) {
             if let Some(w) = l.write_copy_bandwidth {
                 let _ = writeln!(s, "write_copy_bandwidth = {w}    # bytes/s one CPU copies into the backing file: fitted to the 128 KiB sequential writes");
             }
-            let _ = writeln!(s, "nowait_percent = {}         # % of reads/writes the NOWAIT try in queue_rq completes: the share that fits best", l.nowait_percent);
+            let _ = writeln!(s, "nowait_percent = {}         # % of reads/writes done on the submitting CPU at once (the kworker run there; 6.19's NOWAIT try): the share that fits best", l.nowait_percent);
             let _ = writeln!(s, "worker_waits_for_holder = {}  # the worker waits for a task's protected slice (true) or takes any free gap (false): the way that fits best", l.worker_waits_for_holder);
         }
         Params::Ram(r) => {
@@ -2144,7 +2144,7 @@ mod tests {
     }
 
     /// A loop device whose writes copy at half the reads' rate: the fit at
-    /// the truth's host speed and NOWAIT share gets both rates back.
+    /// the truth's host speed and `nowait_percent` gets both rates back.
     #[test]
     fn fit_loop_recovers_the_write_copy_rate() {
         let truth = LoopParams {
