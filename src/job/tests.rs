@@ -853,6 +853,15 @@ fn command_line_errors() {
     assert!(e.message.contains("-bs=4x"), "{e}");
     let e = parse_args(&args(&["--name=j", "--bs"]), &Inputs::plain()).unwrap_err();
     assert!(e.message.contains("needs a value"), "{e}");
+    // fio's --profile generates its own jobs: refused, and a device
+    // profile (what `validate --profile` takes) is pointed to --device.
+    let e = parse_args(
+        &args(&["j.fio", "--profile", "loop.toml"]),
+        &Inputs::plain(),
+    )
+    .unwrap_err();
+    assert_eq!(e.option.as_deref(), Some("profile"), "{e}");
+    assert!(e.message.contains("--device FILE"), "{e}");
     let e = parse_args(&args(&["--name="]), &Inputs::plain()).unwrap_err();
     assert_eq!(e.option.as_deref(), Some("name"));
     let e = parse_args(&args(&["--output=x.json"]), &Inputs::plain()).unwrap_err();
