@@ -83,8 +83,8 @@ pub struct LoopParams {
     /// with fio pinned to CPU 0 of the lab VM at QD1, BLOCK_SOFTIRQ (raised
     /// where a command completes) ran on fio's CPU for 83% of reads on
     /// 2026-12-01 and 54% on 2026-12-02, 28% and 5% at QD4, under 3% from
-    /// QD16 on both days; the fits chose 0-75%. Profiles calibrated before 2026-12-02
-    /// call it "the NOWAIT try", which 6.18 does not have.
+    /// QD16 on both days; the fits chose 0-75%. Profiles calibrated before
+    /// 2026-12-02 call it "the NOWAIT try", which 6.18 does not have.
     #[serde(default)]
     pub nowait_percent: u32,
     /// true: the worker is a task of the fair scheduler as the kernel's

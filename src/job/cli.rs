@@ -51,18 +51,6 @@ pub(crate) fn parse_args(args: &[String], inputs: &Inputs) -> Result<JobFile, Jo
             };
             return Err(arg_error(Some(key), arg, msg));
         };
-        if def.name == "profile" {
-            // Not one of the options fio's jobs ignore harmlessly: it
-            // replaces the command line's jobs with a generated workload.
-            return Err(arg_error(
-                Some(key),
-                arg,
-                "fio's --profile runs one of fio's built-in workload generators \
-                 (tiobench, act), which elevator does not model; a device profile \
-                 (a TOML file) is given to `elevator run` with --device FILE"
-                    .into(),
-            ));
-        }
         // getopt semantics: a required value may be the next argument.
         if value.is_none() {
             let next = args.get(i).map(String::as_str);

@@ -12,6 +12,9 @@ use super::spec::EngineKind;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Key {
     Name,
+    /// fio's built-in workload generators: refused (`Key::Profile` in
+    /// the parser says why).
+    Profile,
     Rw,
     RwMixRead,
     RwMixWrite,
@@ -419,7 +422,7 @@ pub(crate) static OPTIONS: &[OptDef] = &[
     ig("flow", &[], Value),
     ig("flow_watermark", &[], Value),
     ig("flow_sleep", &[], Value),
-    ig("profile", &[], Value),
+    m("profile", &[], Value, Key::Profile),
     ig("job_start_clock_id", &[], Value),
     // logging and reporting
     m("per_job_logs", &[], Bool, Key::PerJobLogs),

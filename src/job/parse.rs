@@ -987,6 +987,12 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
             b.verify_kind = verify_kind(required(def, v)?)?;
             Ok(())
         }
+        // Not an option fio's jobs can ignore harmlessly: it replaces the
+        // jobs with a generated workload.
+        Key::Profile => Err("fio's profile option runs one of fio's built-in workload \
+             generators (tiobench, act), which elevator does not model; a device \
+             profile (a TOML file) is given to `elevator run` with --device FILE"
+            .to_string()),
         Key::Rate | Key::RateIops | Key::RateProcess | Key::ThinkTime | Key::ThinkTimeBlocks => {
             set_pacing(b, key, def, v)
         }

@@ -88,6 +88,14 @@ fn unknown_option_with_suggestion() {
 }
 
 #[test]
+fn fio_profile_is_refused_in_a_job_file_too() {
+    // fio's built-in workload generators replace the jobs: never ignored.
+    let e = err("[job]\nrw=read\nprofile=act\n");
+    assert_eq!((e.line, e.option.as_deref()), (3, Some("profile")));
+    assert!(e.message.contains("--device FILE"), "{e}");
+}
+
+#[test]
 fn unknown_option_without_suggestion() {
     let e = err("[job]\nfrobnicate_everything=1\n");
     assert_eq!(
