@@ -867,7 +867,9 @@ impl FioJob {
             }
             self.ios_since_think += 1;
             if !(self.buffered && self.through_cache(task, cx, max_sectors, slot, io)) {
-                if !self.buffered && cx.fs.is_some() {
+                // The null engine touches no file (FIO_DISKLESSIO): no
+                // ext4 direct-I/O path under it.
+                if !self.buffered && cx.fs.is_some() && self.kind != EngineKind::Null {
                     self.direct_on_fs(cx, slot, io);
                 }
                 self.split_into_pieces(max_sectors, slot, io);
@@ -934,8 +936,14 @@ impl FioJob {
                 self.complete_now(task, cx, slot);
                 continue;
             }
-            // fsync of cached data, or of a file on ext4 (its journal).
-            if is_sync && (self.buffered || device || cx.fs.is_some()) && cx.cache.is_some() {
+            // fsync of cached data, or of a file on ext4 (its journal). The
+            // null engine opens no file (FIO_DISKLESSIO) and completes a
+            // sync unit like any other (engines/null.c): nothing to write.
+            if is_sync
+                && self.kind != EngineKind::Null
+                && (self.buffered || device || cx.fs.is_some())
+                && cx.cache.is_some()
+            {
                 // fsync of cached data: write back first, flush after.
                 self.sync_wait = Some(slot);
                 continue;
