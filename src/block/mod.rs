@@ -296,6 +296,9 @@ pub struct BlockLayer {
     /// not ask `limit_depth` again), per pid: 0 none kept, `u32::MAX` the
     /// full depth.
     tag_sleep_depth: Vec<u32>,
+    /// Per pid: the hardware queue whose tags it slept for (set while it
+    /// sleeps or is woken and has not retried).
+    tag_sleep_hctx: Vec<u16>,
     cgroups: CgroupTree,
     /// `iosched/NAME=VALUE` settings applied to every scheduler that has NAME.
     iosched_settings: Vec<(String, String)>,
@@ -440,6 +443,7 @@ impl BlockLayer {
             tag_woken: Vec::new(),
             tag_woken_n: 0,
             tag_sleep_depth: Vec::new(),
+            tag_sleep_hctx: Vec::new(),
             cgroups,
             iosched_settings,
             stats: DiskStats::default(),
@@ -804,6 +808,9 @@ impl BlockLayer {
         };
         let cpu = self.cpu_index(b.cpu) as usize;
         let hctx = self.q.cpu_hctx[cpu] as usize;
+        if entered && !self.elv_props.legacy {
+            self.tag_retry_moved(env, b.pid, hctx);
+        }
         if self.elv_props.legacy {
             // A task woken from a request pool becomes a batcher (legacy.rs).
             self.legacy.pools.resume(b.pid, time::jiffies(env.now));
@@ -847,6 +854,10 @@ impl BlockLayer {
                     None => {
                         self.hctxs[hctx].tag_waiters.push_back(b.pid);
                         self.keep_sleep_depth(b.pid, shallow);
+                        if self.tag_sleep_hctx.len() <= b.pid as usize {
+                            self.tag_sleep_hctx.resize(b.pid as usize + 1, 0);
+                        }
+                        self.tag_sleep_hctx[b.pid as usize] = hctx as u16;
                         return SubmitResult::Sleep(BlockWait::Tag);
                     }
                 }
@@ -1919,6 +1930,13 @@ impl BlockLayer {
         if let Some(map) = h.sched_map.as_mut() {
             map.put(u32::from(tag), cpu as usize);
         }
+        self.tag_wake_up(env, hctx);
+    }
+
+    /// `sbitmap_queue_wake_up(bt, 1)` on `hctx`'s tags: one free counted
+    /// towards the wake batch, and the sleepers a full batch wakes.
+    fn tag_wake_up(&mut self, env: &mut Env, hctx: usize) {
+        let h = &mut self.hctxs[hctx];
         for _ in 0..h.tag_wake.on_free(h.tag_waiters.len()) {
             let pid = self.hctxs[hctx].tag_waiters.pop_front().expect("counted");
             if self.tag_woken.len() <= pid as usize {
@@ -1927,6 +1945,22 @@ impl BlockLayer {
             self.tag_woken[pid as usize] += 1;
             self.tag_woken_n += 1;
             env.woken.push(pid);
+        }
+    }
+
+    /// A task woken for a tag of the hardware queue it slept on retries
+    /// from a CPU mapped to another one (it moved): `blk_mq_get_tag` then
+    /// wakes the old queue's tags once more ("fake wake up on previous
+    /// queue for compensating the wake up miss", v6.18 block/blk-mq-tag.c),
+    /// since the tag it was woken for stays free there and its other
+    /// sleepers would otherwise wait for a free that may never come.
+    fn tag_retry_moved(&mut self, env: &mut Env, pid: u32, hctx: usize) {
+        let Some(&slept) = self.tag_sleep_hctx.get(pid as usize) else {
+            return;
+        };
+        let slept = slept as usize;
+        if slept != hctx && slept < self.hctxs.len() {
+            self.tag_wake_up(env, slept);
         }
     }
 
