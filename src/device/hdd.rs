@@ -33,7 +33,7 @@
 //! without positioning; a read that starts inside it goes on from where the
 //! look-ahead is, without losing a revolution.
 
-use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
+use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS, MIN_DRIVE_BANDWIDTH};
 use super::Profile;
 use crate::block::driver::{Device, DeviceCmd, DeviceOut, QueueLimits, Submit};
 use crate::block::request::{Op, RqId};
@@ -847,7 +847,7 @@ fn validate(p: &HddParams) -> Result<(), BadValue> {
     in_range(
         "hdd.link_bandwidth",
         p.link_bandwidth,
-        1,
+        MIN_DRIVE_BANDWIDTH,
         MAX_BANDWIDTH,
         "bytes/s",
     )?;

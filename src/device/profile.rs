@@ -81,6 +81,12 @@ pub const MAX_COMMAND_NS: u64 = 30_000_000_000;
 /// probe that moved no data) to 10^12, above any device link or memory bus
 /// (PCIe 6.0 x16 carries about 1.2 x 10^11 bytes/s).
 pub const MAX_BANDWIDTH: u64 = 1_000_000_000_000;
+/// A drive's link and media rates (`hdd`, `sata_ssd`; `calibrate` writes
+/// neither): from 1 MB/s, below ATA PIO mode 0 (3.3 MB/s) and any NAND
+/// die's program rate. A slower one is no device: one 1 MiB request at
+/// 7 bytes/s takes 1.7 simulated days, spent re-running the queue every
+/// 3 ms (found by the run fuzzer, seed 8080, case 2852).
+pub const MIN_DRIVE_BANDWIDTH: u64 = 1_000_000;
 
 /// A profile value outside its range, or at odds with another value.
 #[derive(Clone, Debug, PartialEq)]
@@ -382,6 +388,10 @@ mod tests {
             ("sata-ssd", "sata_ssd", "page_bytes", "1"),
             ("sata-ssd", "sata_ssd", "over_provisioning", "1e-9"),
             ("ram", "ram", "bandwidth", "0"),
+            // A drive's link or media far below any device's (days per MiB).
+            ("sata-ssd", "sata_ssd", "link_bandwidth", "7"),
+            ("sata-ssd", "sata_ssd", "program_bandwidth", "999999"),
+            ("hdd", "hdd", "link_bandwidth", "7"),
             ("ram", "queue", "max_segments", "0"),
             ("nvme", "queue", "max_hw_sectors_kb", "4294967295"),
         ] {

@@ -39,7 +39,7 @@
 //! submitted meanwhile is refused (busy) and the block layer re-runs the
 //! queue when the flush completes, as `hdd` does.
 
-use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
+use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS, MIN_DRIVE_BANDWIDTH};
 use super::Profile;
 use crate::block::driver::{Device, DeviceCmd, DeviceOut, QueueLimits, Submit};
 use crate::block::request::Op;
@@ -191,7 +191,7 @@ pub fn check(p: &SataSsdParams) -> Result<(), BadValue> {
         ("sata_ssd.link_bandwidth", p.link_bandwidth),
         ("sata_ssd.program_bandwidth", p.program_bandwidth),
     ] {
-        in_range(k, v, 1, MAX_BANDWIDTH, "bytes/s")?;
+        in_range(k, v, MIN_DRIVE_BANDWIDTH, MAX_BANDWIDTH, "bytes/s")?;
     }
     // A NAND page is 2 KiB (old SLC) to 16 KiB, times up to 6 planes; a
     // read is served page by page.
