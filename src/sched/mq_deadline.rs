@@ -102,6 +102,8 @@ pub struct MqDeadline {
     nr_requests: u32,
     /// What `dd_depth_updated` tells the tag bitmap (see `min_shallow_depth`).
     min_shallow: u32,
+    /// `dd_limit_depth` exists (5.14 on): writes get `async_depth`.
+    limits_depth: bool,
     /// Requests held in any list (has_work in O(1); equals `held()`).
     nr_held: u32,
 }
@@ -138,6 +140,7 @@ impl MqDeadline {
             prio_aging_expire: msecs_to_jiffies(DEFAULT_PRIO_AGING_EXPIRE_MS as i64) as i32,
             nr_requests: 0,
             min_shallow: u32::MAX,
+            limits_depth: true,
             nr_held: 0,
         }
     }
@@ -405,6 +408,7 @@ impl Elevator for MqDeadline {
         // scheduler tags for synchronous requests"); before 5.14 it did
         // not limit depths at all.
         use crate::kernel::Version;
+        self.limits_depth = q.kernel >= Version::new(5, 14, 0);
         self.min_shallow = if q.kernel >= Version::new(6, 10, 0) {
             1
         } else if q.kernel >= Version::new(5, 14, 0) {
@@ -423,7 +427,12 @@ impl Elevator for MqDeadline {
         // scheduler request (including sync writes) gets async_depth. Reads
         // are always sync; flushes never reach the scheduler's allocation
         // hook, so every non-read op is limited here.
-        if bio.op == Op::Read {
+        // Before 5.14 there was no limit_depth hook: a sysfs async_depth
+        // (which that kernel did not have) must not limit anything, or an
+        // allocation limited to one tag sleeps on a wake batch sized for
+        // the whole map and is never woken (found by the run fuzzer with
+        // `--kernel 4.12` and `iosched/async_depth=0`, seed 6 case 725).
+        if bio.op == Op::Read || !self.limits_depth {
             None
         } else {
             Some(self.async_depth)
@@ -756,6 +765,21 @@ mod tests {
             (ad.value.as_str(), ad.default.as_str()),
             ("256", "nr_requests")
         );
+    }
+
+    #[test]
+    fn no_depth_limit_before_5_14() {
+        use crate::kernel::Version;
+        let mut h = h();
+        let mut q = h.q.clone();
+        q.kernel = Version::new(5, 13, 0);
+        h.sched.depth_updated(&q);
+        h.sched.set_tunable("async_depth", "1").unwrap();
+        assert_eq!(h.limit_depth(Op::Write, false), None);
+        q.kernel = Version::new(5, 14, 0);
+        h.sched.depth_updated(&q);
+        h.sched.set_tunable("async_depth", "1").unwrap();
+        assert_eq!(h.limit_depth(Op::Write, false), Some(1));
     }
 
     #[test]
