@@ -359,8 +359,32 @@ fn case(r: &mut Rng) -> RunSpec {
     spec.seed = r.next();
     // Bounded: a few simulated milliseconds per case.
     spec.max_runtime_ns = Some(1_000_000 + r.below(5) as u64 * 1_000_000);
+    // The kernel era and dm-crypt come from a generator of their own,
+    // seeded by the case, so that adding them kept every earlier draw (and
+    // the case numbers of findings reported before) as it was.
+    let mut era = Rng(spec.seed | 1);
+    if era.chance(30) {
+        spec.kernel = Some(era.pick(KERNELS).to_string());
+    }
+    if era.chance(10) {
+        spec.dm = Some(era.pick(DMS).to_string());
+    }
     spec
 }
+
+/// `--kernel` values: the documents' kernels, the eras' edges, and some the
+/// model refuses.
+const KERNELS: &[&str] = &[
+    "2.6.32", "2.6.39", "3.10", "3.13", "4.11", "4.12", "4.14", "4.15", "4.19", "5.0", "5.4",
+    "5.12", "6.6", "6.17", "!1.0", "!junk", "!99.1",
+];
+/// `--dm` values.
+const DMS: &[&str] = &[
+    "crypt",
+    "crypt:sector_ns=100,bio_ns=2000",
+    "!crypt:x=1",
+    "!linear",
+];
 
 #[test]
 fn random_runs_end_with_a_report_or_an_input_error() {
