@@ -230,6 +230,18 @@ pub struct SwitchEvent {
     pub superseded: bool,
 }
 
+/// What a task sleeping for a scheduler tag slept with, kept until it
+/// retries.
+#[derive(Clone, Copy, Debug, Default)]
+struct TagSleep {
+    /// The shallow depth its allocation was given (`data->shallow_depth`:
+    /// `blk_mq_get_tag` retries with it and does not ask `limit_depth`
+    /// again): 0 none kept, `u32::MAX` the full depth.
+    depth: u32,
+    /// The hardware queue whose tags it slept for.
+    hctx: u16,
+}
+
 /// The request queue of one device.
 pub struct BlockLayer {
     pub rqs: RequestArena,
@@ -291,14 +303,9 @@ pub struct BlockLayer {
     /// Counted per pid (hundreds may wait at once); `tag_woken_n` is the sum.
     tag_woken: Vec<u32>,
     tag_woken_n: u32,
-    /// The shallow depth each task sleeping for a scheduler tag was given
-    /// (`data->shallow_depth`: `blk_mq_get_tag` retries with it and does
-    /// not ask `limit_depth` again), per pid: 0 none kept, `u32::MAX` the
-    /// full depth.
-    tag_sleep_depth: Vec<u32>,
-    /// Per pid: the hardware queue whose tags it slept for (set while it
-    /// sleeps or is woken and has not retried).
-    tag_sleep_hctx: Vec<u16>,
+    /// Per pid, what a task sleeping for a scheduler tag slept with, until
+    /// it retries (see [`TagSleep`]).
+    tag_sleep: Vec<TagSleep>,
     cgroups: CgroupTree,
     /// `iosched/NAME=VALUE` settings applied to every scheduler that has NAME.
     iosched_settings: Vec<(String, String)>,
@@ -442,8 +449,7 @@ impl BlockLayer {
             freeze_waiters: Vec::new(),
             tag_woken: Vec::new(),
             tag_woken_n: 0,
-            tag_sleep_depth: Vec::new(),
-            tag_sleep_hctx: Vec::new(),
+            tag_sleep: Vec::new(),
             cgroups,
             iosched_settings,
             stats: DiskStats::default(),
@@ -853,11 +859,7 @@ impl BlockLayer {
                     Some(rq) => rq,
                     None => {
                         self.hctxs[hctx].tag_waiters.push_back(b.pid);
-                        self.keep_sleep_depth(b.pid, shallow);
-                        if self.tag_sleep_hctx.len() <= b.pid as usize {
-                            self.tag_sleep_hctx.resize(b.pid as usize + 1, 0);
-                        }
-                        self.tag_sleep_hctx[b.pid as usize] = hctx as u16;
+                        self.note_tag_sleep(b.pid, hctx, shallow);
                         return SubmitResult::Sleep(BlockWait::Tag);
                     }
                 }
@@ -1955,28 +1957,32 @@ impl BlockLayer {
     /// since the tag it was woken for stays free there and its other
     /// sleepers would otherwise wait for a free that may never come.
     fn tag_retry_moved(&mut self, env: &mut Env, pid: u32, hctx: usize) {
-        let Some(&slept) = self.tag_sleep_hctx.get(pid as usize) else {
+        let Some(slept) = self.tag_sleep.get(pid as usize) else {
             return;
         };
-        let slept = slept as usize;
+        let slept = slept.hctx as usize;
         if slept != hctx && slept < self.hctxs.len() {
             self.tag_wake_up(env, slept);
         }
     }
 
-    /// Remember the shallow depth of `pid`'s allocation while it sleeps.
-    fn keep_sleep_depth(&mut self, pid: u32, shallow: Option<Option<u32>>) {
-        let Some(depth) = shallow else { return };
-        if self.tag_sleep_depth.len() <= pid as usize {
-            self.tag_sleep_depth.resize(pid as usize + 1, 0);
+    /// `pid` goes to sleep for a tag of `hctx`, with the shallow depth its
+    /// allocation was given (if `limit_depth` was asked).
+    fn note_tag_sleep(&mut self, pid: u32, hctx: usize, shallow: Option<Option<u32>>) {
+        if self.tag_sleep.len() <= pid as usize {
+            self.tag_sleep.resize(pid as usize + 1, TagSleep::default());
         }
-        self.tag_sleep_depth[pid as usize] = depth.unwrap_or(u32::MAX);
+        let kept = &mut self.tag_sleep[pid as usize];
+        kept.hctx = hctx as u16;
+        if let Some(depth) = shallow {
+            kept.depth = depth.unwrap_or(u32::MAX);
+        }
     }
 
     /// The shallow depth `pid` slept with, if any (and forget it).
     fn take_sleep_depth(&mut self, pid: u32) -> Option<Option<u32>> {
-        let kept = self.tag_sleep_depth.get_mut(pid as usize)?;
-        let depth = std::mem::take(kept);
+        let kept = self.tag_sleep.get_mut(pid as usize)?;
+        let depth = std::mem::take(&mut kept.depth);
         match depth {
             0 => None,
             u32::MAX => Some(None),

@@ -100,10 +100,9 @@ pub struct MqDeadline {
     prio_aging_expire: i32,
     /// `nr_requests` at the last init/depth update (async_depth's default).
     nr_requests: u32,
-    /// What `dd_depth_updated` tells the tag bitmap (see `min_shallow_depth`).
+    /// What `dd_depth_updated` tells the tag bitmap (see `min_shallow_depth`);
+    /// `u32::MAX` before 5.14, which had no `dd_limit_depth`.
     min_shallow: u32,
-    /// `dd_limit_depth` exists (5.14 on): writes get `async_depth`.
-    limits_depth: bool,
     /// Requests held in any list (has_work in O(1); equals `held()`).
     nr_held: u32,
 }
@@ -140,7 +139,6 @@ impl MqDeadline {
             prio_aging_expire: msecs_to_jiffies(DEFAULT_PRIO_AGING_EXPIRE_MS as i64) as i32,
             nr_requests: 0,
             min_shallow: u32::MAX,
-            limits_depth: true,
             nr_held: 0,
         }
     }
@@ -408,7 +406,6 @@ impl Elevator for MqDeadline {
         // scheduler tags for synchronous requests"); before 5.14 it did
         // not limit depths at all.
         use crate::kernel::Version;
-        self.limits_depth = q.kernel >= Version::new(5, 14, 0);
         self.min_shallow = if q.kernel >= Version::new(6, 10, 0) {
             1
         } else if q.kernel >= Version::new(5, 14, 0) {
@@ -432,7 +429,8 @@ impl Elevator for MqDeadline {
         // allocation limited to one tag sleeps on a wake batch sized for
         // the whole map and is never woken (found by the run fuzzer with
         // `--kernel 4.12` and `iosched/async_depth=0`, seed 6 case 725).
-        if bio.op == Op::Read || !self.limits_depth {
+        let limits_depth = self.min_shallow != u32::MAX;
+        if bio.op == Op::Read || !limits_depth {
             None
         } else {
             Some(self.async_depth)
