@@ -655,3 +655,51 @@ fn a_task_woken_for_a_tag_that_moves_queue_passes_the_wake_up_on() {
         .ok();
     }
 }
+
+// ---- a tag sleeper no free can wake: the kernel's hang, reported ----
+
+/// mq-deadline on 5.14–6.9 sizes the tag map's wake batch for ¾ of
+/// `nr_requests` (`dd_depth_updated`), and its sysfs `async_depth` store
+/// does not resize it: with `async_depth` 1 a writer may hold one tag per
+/// bitmap word and then waits for more frees than its few tags can make.
+/// The kernel misses that wake-up too, so the run must say the modelled
+/// kernel hangs, naming the depths, and not report an internal error
+/// (found by the run fuzzer, seed 6 case 55352). On 6.10+ (minimum shallow
+/// depth 1) the same job finishes.
+#[test]
+fn a_tag_sleeper_no_free_can_wake_is_reported_as_the_kernels_hang() {
+    let dir = scratch("tag-hang");
+    let job = write(
+        &dir,
+        "hang.fio",
+        "[global]\nrw=write\nbs=4k\nsize=64m\ndirect=0\n[a]\n[b]\nstartdelay=1ms\n",
+    );
+    let args = |kernel: &'static str| {
+        [
+            "run",
+            job.as_str(),
+            "--device",
+            "ram",
+            "--scheduler",
+            "mq-deadline",
+            "--kernel",
+            kernel,
+            "--set",
+            "iosched/async_depth=1",
+            "--max-runtime",
+            "3ms",
+            "--no-progress",
+        ]
+    };
+    let hung = elevator(&args("6.6"));
+    assert_eq!(hung.code, Some(1), "{}", hung.stderr);
+    assert!(
+        hung.stderr.contains("the modelled kernel hangs")
+            && hung.stderr.contains("a shallow depth of 1 ")
+            && hung.stderr.contains("mq-deadline on 6.6")
+            && !hung.stderr.contains("internal error"),
+        "{}",
+        hung.stderr
+    );
+    elevator(&args("6.10")).ok();
+}

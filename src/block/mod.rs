@@ -240,6 +240,29 @@ struct TagSleep {
     depth: u32,
     /// The hardware queue whose tags it slept for.
     hctx: u16,
+    /// When it went to sleep.
+    since: Ns,
+}
+
+/// A task asleep for a scheduler tag that no free can wake (see
+/// [`BlockLayer::stranded_tag_sleeper`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StrandedTagSleeper {
+    pub pid: u32,
+    pub hctx: usize,
+    /// When it went to sleep.
+    pub since: Ns,
+    /// Tags of that hardware queue still in use: the frees still to come.
+    pub busy: u32,
+    /// Frees one wake-up needs (`wake_batch`), and those already counted.
+    pub wake_batch: u32,
+    pub frees_counted: u32,
+    /// The shallow depth its allocation was limited to (per bitmap word
+    /// before 6.17), if it was limited.
+    pub shallow_depth: Option<u32>,
+    /// What the scheduler sized the wake batch for
+    /// (`sbitmap_queue_min_shallow_depth`).
+    pub min_shallow_depth: u32,
 }
 
 /// The request queue of one device.
@@ -859,7 +882,7 @@ impl BlockLayer {
                     Some(rq) => rq,
                     None => {
                         self.hctxs[hctx].tag_waiters.push_back(b.pid);
-                        self.note_tag_sleep(b.pid, hctx, shallow);
+                        self.note_tag_sleep(b.pid, hctx, shallow, env.now);
                         return SubmitResult::Sleep(BlockWait::Tag);
                     }
                 }
@@ -1968,12 +1991,13 @@ impl BlockLayer {
 
     /// `pid` goes to sleep for a tag of `hctx`, with the shallow depth its
     /// allocation was given (if `limit_depth` was asked).
-    fn note_tag_sleep(&mut self, pid: u32, hctx: usize, shallow: Option<Option<u32>>) {
+    fn note_tag_sleep(&mut self, pid: u32, hctx: usize, shallow: Option<Option<u32>>, now: Ns) {
         if self.tag_sleep.len() <= pid as usize {
             self.tag_sleep.resize(pid as usize + 1, TagSleep::default());
         }
         let kept = &mut self.tag_sleep[pid as usize];
         kept.hctx = hctx as u16;
+        kept.since = now;
         if let Some(depth) = shallow {
             kept.depth = depth.unwrap_or(u32::MAX);
         }
@@ -2127,6 +2151,44 @@ impl BlockLayer {
     /// Every scheduler switch requested so far, in order.
     pub fn switch_log(&self) -> &[SwitchEvent] {
         &self.switch_log
+    }
+
+    /// The first task asleep for a tag that no coming free can wake: its
+    /// hardware queue has fewer tags in use than the frees its wake batch
+    /// still waits for, so `sbitmap_queue_wake_up` never completes a batch
+    /// and, as in the kernel, nothing else wakes it. That happens when an
+    /// allocation's shallow depth is below the `min_shallow_depth` the
+    /// scheduler sized the batch for, which the sbitmap API forbids and
+    /// some kernels' sysfs tunables allow.
+    pub fn stranded_tag_sleeper(&self) -> Option<StrandedTagSleeper> {
+        let min_shallow_depth = self
+            .elv
+            .as_ref()
+            .map_or(u32::MAX, |e| e.min_shallow_depth());
+        self.hctxs.iter().enumerate().find_map(|(hctx, h)| {
+            let pid = *h.tag_waiters.front()?;
+            let busy = h.sched_map.as_ref().map_or(h.driver_tags, TagMap::busy);
+            let (wake_batch, frees_counted) = (h.tag_wake.batch(), h.tag_wake.frees_counted());
+            if busy + frees_counted >= wake_batch {
+                return None;
+            }
+            let slept = self
+                .tag_sleep
+                .get(pid as usize)
+                .copied()
+                .unwrap_or_default();
+            let depth = slept.depth;
+            Some(StrandedTagSleeper {
+                pid,
+                hctx,
+                since: slept.since,
+                busy,
+                wake_batch,
+                frees_counted,
+                shallow_depth: (depth != 0 && depth != u32::MAX).then_some(depth),
+                min_shallow_depth,
+            })
+        })
     }
 
     /// Requests allocated and not yet freed (queued, plugged or at the device).

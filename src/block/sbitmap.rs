@@ -131,6 +131,11 @@ impl WakeBatch {
         self.batch
     }
 
+    /// Frees counted towards the next batch.
+    pub fn frees_counted(&self) -> u32 {
+        self.frees
+    }
+
     /// A tag was freed while `sleepers` tasks sleep for one: how many of
     /// them to wake now.
     pub fn on_free(&mut self, sleepers: usize) -> usize {

@@ -48,7 +48,7 @@ impl From<crate::run::Error> for CliError {
         let code = match e {
             crate::run::Error::Input(_) => EXIT_BAD_INPUT,
             crate::run::Error::NotModelled(_) => EXIT_NOT_MODELLED,
-            crate::run::Error::Internal(_) => EXIT_FAILED,
+            crate::run::Error::Hung(_) | crate::run::Error::Internal(_) => EXIT_FAILED,
         };
         CliError {
             code,

@@ -8,7 +8,7 @@ use super::settings::{self, Settings};
 use super::{scheduler, scheduler_in, Error, InputError, Progress, RunSpec};
 use crate::block::driver::{CPU_WORK, WORKER_TOKEN};
 use crate::block::elevator::ElevatorType;
-use crate::block::{BioDone, BlockLayer, Env, QueueSetup};
+use crate::block::{BioDone, BlockLayer, Env, QueueSetup, StrandedTagSleeper};
 use crate::cache::{CacheSetup, PageCache};
 use crate::cgroup::{CgroupError, CgroupTree, CgroupVersion, IoPrio, IoPrioClass, SET_PREFIX};
 use crate::device::{self, Profile};
@@ -620,6 +620,9 @@ impl Simulation {
                 if done == last_done {
                     looks_without_progress += 1;
                     if looks_without_progress > MAX_LOOKS_WITHOUT_PROGRESS {
+                        if let Some(stranded) = self.block.stranded_tag_sleeper() {
+                            return Err(Error::Hung(self.describe_stranded(stranded)));
+                        }
                         let (now, state) = (self.now, self.describe_tasks());
                         return Err(Error::Internal(format!(
                             "no progress: {} events up to {now} ns with no I/O submitted or completed; {state}",
@@ -981,6 +984,42 @@ impl Simulation {
         jobs + self.block.inv.requests_completed
             + self.block.inv.bios_completed
             + self.tasks.len().saturating_sub(self.active) as u64
+    }
+
+    /// Why a task asleep for a tag will never wake, for the user: the
+    /// kernel's own missed wake-up, not a fault of the model.
+    fn describe_stranded(&self, s: StrandedTagSleeper) -> String {
+        let who = self
+            .tasks
+            .iter()
+            .find(|slot| slot.task.id == s.pid)
+            .map_or_else(
+                || format!("task {}", s.pid),
+                |slot| format!("job '{}'", slot.job.spec.name),
+            );
+        let q = self.block.queue_info();
+        let mut out = format!(
+            "from {:.6} s {who} sleeps for a scheduler tag of hardware queue {}, woken only after {} \
+             more tag frees (wake batch {}), and only {} tags are in use",
+            s.since as f64 / 1e9,
+            s.hctx,
+            s.wake_batch - s.frees_counted,
+            s.wake_batch,
+            s.busy,
+        );
+        if let Some(depth) = s.shallow_depth.filter(|&d| d < s.min_shallow_depth) {
+            out += &format!(
+                ". Its allocation was limited to a shallow depth of {depth} (tags per bitmap word \
+                 before 6.17), below the {} that {} on {} sized the wake batch for (sbitmap_queue_min_shallow_depth): \
+                 a depth tunable set through sysfs below that breaks the rule, and the kernel \
+                 misses this wake-up as the model does (fio would stay in D state). Raise the \
+                 tunable, or model a kernel that sizes the batch from it",
+                s.min_shallow_depth,
+                self.block.scheduler_name(),
+                q.kernel,
+            );
+        }
+        out
     }
 
     /// Where each job's task stands and who waits for which CPU, for an

@@ -98,6 +98,9 @@ pub enum Error {
     Input(InputError),
     /// No job of the file can be modelled (network, exec, ... engines).
     NotModelled(String),
+    /// The modelled kernel hangs, as the real one would with these settings
+    /// (a task waits for a wake-up that nothing will send).
+    Hung(String),
     /// The simulation broke one of its own invariants: a bug in elevator.
     Internal(String),
 }
@@ -107,6 +110,7 @@ impl std::fmt::Display for Error {
         match self {
             Error::Input(e) => write!(f, "{e}"),
             Error::NotModelled(source) => write!(f, "{source}: no job can be modelled"),
+            Error::Hung(m) => write!(f, "the modelled kernel hangs: {m}"),
             Error::Internal(m) => write!(f, "internal error: {m}"),
         }
     }
