@@ -185,6 +185,11 @@ pub struct Era {
     /// on one with several (5.4).
     pub sched_run_async_single: bool,
     pub sched_run_async_multi: bool,
+    /// A task woken on a CPU whose running task is within its protected
+    /// slice waits for it to sleep or use up the slice (EEVDF's
+    /// RUN_TO_PARITY, 6.6), not preempts it at once as a woken nice -20
+    /// kworker did under CFS.
+    pub wakeup_waits_for_slice: bool,
 }
 
 /// One behaviour that changed: from `since` on it is `after`, before it
@@ -307,6 +312,14 @@ pub static CHANGES: &[Change] = &[
         apply: |e, on| e.sq_sched_one_hctx = on,
     },
     Change {
+        since: Version::new(6, 6, 0),
+        what: "a kworker woken on the CPU of a running task (kblockd's queue run after a submission)",
+        before: "CFS: preempts it at once (a nice -20 wakee's virtual time is far behind; the wake-up granularity is small)",
+        after: "EEVDF with RUN_TO_PARITY: waits until the task sleeps or its base slice ends, so one run serves the submissions made meanwhile",
+        source: "kernel/sched/fair.c check_preempt_wakeup_fair, protect_slice / RUN_TO_PARITY (EEVDF merged for 6.6; 'sched/eevdf: Curb wakeup-preemption', 6.6); before, check_preempt_wakeup and wakeup_gran",
+        apply: |e, on| e.wakeup_waits_for_slice = on,
+    },
+    Change {
         since: Version::new(6, 17, 0),
         what: "shallow depth of a scheduler-tag allocation (limit_depth)",
         before: "bits per bitmap word: a depth of 1 allows one tag in each word",
@@ -333,6 +346,7 @@ impl Era {
             aio_plug_threshold: false,
             sched_run_async_single: false,
             sched_run_async_multi: false,
+            wakeup_waits_for_slice: false,
         };
         for c in CHANGES {
             (c.apply)(&mut e, v >= c.since);

@@ -9,6 +9,7 @@ use super::request::{flags, Op, RqId};
 use super::{BioDone, BioSubmit, BlockLayer, Env, SubmitResult};
 use crate::cgroup::CgroupTree;
 use crate::cgroup::IoPrio;
+use crate::kernel::Era;
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::time::Ns;
 use std::cell::RefCell;
@@ -137,13 +138,28 @@ impl Harness {
     }
 
     pub fn with_knobs(dev: TestDevice, scheduler: &str, cpus: usize, knobs: QueueKnobs) -> Harness {
+        Harness::with_knobs_in(dev, scheduler, cpus, knobs, Era::newest())
+    }
+
+    /// A harness on the block layer of kernel `era`.
+    pub fn in_era(dev: TestDevice, scheduler: &str, cpus: usize, era: Era) -> Harness {
+        Harness::with_knobs_in(dev, scheduler, cpus, QueueKnobs::default(), era)
+    }
+
+    fn with_knobs_in(
+        dev: TestDevice,
+        scheduler: &str,
+        cpus: usize,
+        knobs: QueueKnobs,
+        era: Era,
+    ) -> Harness {
         let log = dev.log.clone();
         let busy = dev.busy.clone();
         let hold = dev.hold.clone();
         // Tests drive concrete schedulers from the registry (test code may
         // use the layers above; see tests/layering.rs).
         let t = crate::sched::find(scheduler).expect("a known scheduler");
-        let bl = BlockLayer::new(
+        let bl = BlockLayer::new_in(
             Box::new(dev),
             t,
             super::QueueSetup {
@@ -156,6 +172,7 @@ impl Harness {
                     ..crate::machine::Machine::default()
                 },
             },
+            era,
         )
         .expect("block layer");
         Harness {
@@ -180,8 +197,17 @@ impl Harness {
         f(&mut self.bl, &mut env)
     }
 
-    /// Submit one bio from task `pid` on CPU 0 at the current time.
+    /// Submit one bio from task `pid` on its CPU at the current time; the
+    /// task then leaves the CPU (it waits for the I/O, as a test's
+    /// synchronous submitter does), so work queued behind it runs now.
     pub fn submit(&mut self, b: BioSubmit) -> SubmitResult {
+        let r = self.submit_running(b);
+        self.env_call(|bl, env| bl.kblockd_cpu_yielded(env, b.cpu));
+        r
+    }
+
+    /// Submit one bio from a task that goes on running on its CPU.
+    pub fn submit_running(&mut self, b: BioSubmit) -> SubmitResult {
         let now = self.now;
         self.bl.cpu_begin(b.cpu, now);
         let r = self.env_call(|bl, env| bl.submit_bio(env, &b, None));
