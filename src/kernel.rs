@@ -190,6 +190,8 @@ pub struct Era {
     /// RUN_TO_PARITY, 6.6), not preempts it at once as a woken nice -20
     /// kworker did under CFS.
     pub wakeup_waits_for_slice: bool,
+    /// `sysctl_sched_base_slice` before the CPU-count scaling, ns.
+    pub base_slice_ns: u64,
 }
 
 /// One behaviour that changed: from `since` on it is `after`, before it
@@ -320,6 +322,14 @@ pub static CHANGES: &[Change] = &[
         apply: |e, on| e.wakeup_waits_for_slice = on,
     },
     Change {
+        since: Version::new(6, 15, 0),
+        what: "the fair scheduler's base slice (before the 1 + ilog2(ncpus) scaling)",
+        before: "0.75 ms",
+        after: "0.70 ms, so a slice ends before the tick that follows it (1.4 ms on 2 CPUs: /proc/<pid>/sched se.slice on the lab's 6.18)",
+        source: "kernel/sched/fair.c sysctl_sched_base_slice, commit 2ae891b82695 'sched: Reduce the default slice to avoid tasks getting an extra tick' (merged for 6.15, backported to 6.14.y)",
+        apply: |e, on| e.base_slice_ns = if on { 700_000 } else { 750_000 },
+    },
+    Change {
         since: Version::new(6, 17, 0),
         what: "shallow depth of a scheduler-tag allocation (limit_depth)",
         before: "bits per bitmap word: a depth of 1 allows one tag in each word",
@@ -347,6 +357,7 @@ impl Era {
             sched_run_async_single: false,
             sched_run_async_multi: false,
             wakeup_waits_for_slice: false,
+            base_slice_ns: 750_000,
         };
         for c in CHANGES {
             (c.apply)(&mut e, v >= c.since);
@@ -371,6 +382,15 @@ impl Era {
             SchedDepth::Fixed256 => 256,
             SchedDepth::TwiceQueueDepth => 2 * queue_depth.min(BLKDEV_DEFAULT_RQ),
         }
+    }
+
+    /// The slice a task keeps its CPU for on a machine of `nr_cpus` CPUs:
+    /// the base slice times `1 + ilog2(min(ncpus, 8))`, the kernel's default
+    /// (logarithmic) scaling of its latency tunables
+    /// (`get_update_sysctl_factor`).
+    pub fn slice_ns(&self, nr_cpus: usize) -> u64 {
+        let n = nr_cpus.clamp(1, 8);
+        self.base_slice_ns * (1 + (usize::BITS - 1 - n.leading_zeros()) as u64)
     }
 
     /// The queue depth libata gives an NCQ device that offers `device_depth`.
@@ -417,6 +437,21 @@ mod tests {
         }
         assert_eq!(Version::new(2, 6, 39).to_string(), "2.6.39");
         assert_eq!(Version::new(4, 12, 0).to_string(), "4.12");
+    }
+
+    #[test]
+    fn the_slice_scales_with_the_log_of_the_cpus_and_shrank_in_6_15() {
+        let e = Era::newest();
+        let slices: Vec<u64> = [1, 2, 3, 4, 8, 64].iter().map(|&n| e.slice_ns(n)).collect();
+        assert_eq!(
+            slices,
+            [700_000, 1_400_000, 1_400_000, 2_100_000, 2_800_000, 2_800_000]
+        );
+        let e = Era::of(Version::new(6, 14, 0));
+        assert_eq!(
+            (e.slice_ns(1), e.slice_ns(2), e.slice_ns(8)),
+            (750_000, 1_500_000, 3_000_000)
+        );
     }
 
     #[test]

@@ -20,22 +20,6 @@ use serde::Deserialize;
 /// assumption, scaled by the machine's CPU speed.
 pub const CONTEXT_SWITCH_NS: Ns = 1_500;
 
-/// `sysctl_sched_base_slice` (kernel/sched/fair.c, 6.6+): 0.75 ms,
-/// multiplied by the tunable scaling factor.
-const BASE_SLICE_NS: Ns = 750_000;
-
-/// The slice a task keeps its CPU for on a machine of `nr_cpus` CPUs.
-pub fn base_slice_ns(nr_cpus: usize) -> Ns {
-    BASE_SLICE_NS * scaling_factor(nr_cpus)
-}
-
-/// `1 + ilog2(min(ncpus, 8))`: the kernel's default (logarithmic) scaling of
-/// its latency tunables with the number of CPUs (`get_update_sysctl_factor`).
-fn scaling_factor(nr_cpus: usize) -> Ns {
-    let n = nr_cpus.clamp(1, 8);
-    1 + (usize::BITS - 1 - n.leading_zeros()) as Ns
-}
-
 /// CPU cost of one scheduler's hooks, ns per call.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -650,6 +634,8 @@ pub struct CpuState {
     /// the task layer gave it, and the CPU it left (whose waiting tasks the
     /// task layer wakes).
     pub worker: WorkerSeat,
+    /// The slice a task keeps its CPU for (`Era::slice_ns`).
+    slice_ns: Ns,
 }
 
 /// Where the device's kernel worker sits among the tasks (see `CpuState`).
@@ -664,8 +650,10 @@ pub struct WorkerSeat {
 }
 
 impl CpuState {
-    pub fn new(nr_cpus: usize) -> CpuState {
+    /// `nr_cpus` CPUs whose tasks keep a CPU for `slice_ns` (`Era::slice_ns`).
+    pub fn new(nr_cpus: usize, slice_ns: Ns) -> CpuState {
         CpuState {
+            slice_ns,
             free: vec![0; nr_cpus],
             locks: vec![LockState::new(nr_cpus)],
             cur: 0,
@@ -689,6 +677,10 @@ impl CpuState {
     }
     pub fn nr_cpus(&self) -> usize {
         self.free.len()
+    }
+    /// The slice a task (or kernel thread) keeps its CPU for.
+    pub fn slice_ns(&self) -> Ns {
+        self.slice_ns
     }
     /// How many runnable tasks wait for `cpu`.
     pub fn tasks_waiting(&self, cpu: u16) -> u32 {
@@ -832,11 +824,13 @@ impl CpuState {
 
 #[cfg(test)]
 mod tests {
+    /// Any slice: these tests never reach it.
+    const SLICE: Ns = 1_400_000;
     use super::*;
 
     #[test]
     fn lock_serialises_across_cpus_with_handoff() {
-        let mut s = CpuState::new(2);
+        let mut s = CpuState::new(2, SLICE);
         s.begin(0, 0);
         s.locked(100, 50);
         assert_eq!(s.end(), 100);
@@ -852,7 +846,7 @@ mod tests {
 
     #[test]
     fn finer_locks_serialise_only_their_users() {
-        let mut s = CpuState::new(2);
+        let mut s = CpuState::new(2, SLICE);
         s.begin(0, 0);
         s.locked_on(HookLock::Ctx(0), 100, 50);
         assert_eq!(s.end(), 100);
@@ -887,7 +881,7 @@ mod tests {
     #[test]
     fn contenders_match_a_scan() {
         let n = 8;
-        let mut s = CpuState::new(n);
+        let mut s = CpuState::new(n, SLICE);
         let mut last = vec![Ns::MAX; n];
         let mut seed: u64 = 12345;
         let mut now: Ns = 0;
@@ -935,7 +929,7 @@ mod tests {
     /// spinlock is granted in time order; without a gap it waits.
     #[test]
     fn an_earlier_request_fits_before_a_later_hold() {
-        let mut s = CpuState::new(3);
+        let mut s = CpuState::new(3, SLICE);
         // CPU 0 is busy until 1000, then holds the lock 1000..1100.
         s.begin(0, 0);
         s.charge(1_000);
@@ -976,7 +970,7 @@ mod tests {
     #[test]
     fn holds_never_overlap() {
         let n = 4;
-        let mut s = CpuState::new(n);
+        let mut s = CpuState::new(n, SLICE);
         let mut seed: u64 = 99;
         let mut now: Ns = 0;
         let mut held: Vec<(Ns, Ns)> = Vec::new();
@@ -1001,7 +995,7 @@ mod tests {
 
     #[test]
     fn cpu_clock_queues_work() {
-        let mut s = CpuState::new(1);
+        let mut s = CpuState::new(1, SLICE);
         s.begin(0, 0);
         s.charge(500);
         s.end();

@@ -187,6 +187,10 @@ impl<'a> DeviceCpus<'a> {
     pub fn nr(&self) -> usize {
         self.state.nr_cpus()
     }
+    /// The slice a task or kernel thread keeps its CPU for.
+    pub fn slice_ns(&self) -> Ns {
+        self.state.slice_ns()
+    }
     /// Runnable tasks waiting for `cpu`: a kernel thread woken there (the
     /// fair scheduler places it among them) gets the CPU after them.
     pub fn tasks_waiting(&self, cpu: u16) -> u32 {

@@ -32,7 +32,7 @@ use crate::kernel::{DispatchLoop, Era};
 use crate::machine::Machine;
 use crate::sim::event::{Event, EventQueue, TimerOwner};
 use crate::sim::time::{self, Ns, NS_PER_MS};
-use cpu::{base_slice_ns, CpuCosts, CpuState, SchedCost};
+use cpu::{CpuCosts, CpuState, SchedCost};
 use driver::{Device, DeviceCmd, DeviceCpus, DeviceOut, Submit, CPU_WORK, SOFTIRQ_RUN};
 use elevator::{CoreSide, Elevator, ElevatorType, Features, Hook, QueueInfo, SchedCtx, Tunable};
 use knobs::{QueueKnobs, DEFAULT_MAX_SECTORS_KB_CAP, MAX_SCHED_RQ};
@@ -490,7 +490,7 @@ impl BlockLayer {
             flush_scratch: VecDeque::new(),
             qos: RqQos::new(),
             qos_timers: Vec::new(),
-            cpu: CpuState::new(nr_cpus.max(1)),
+            cpu: CpuState::new(nr_cpus.max(1), era.slice_ns(nr_cpus.max(1))),
             sched_cost: SchedCost::default(),
             costs,
             machine,
@@ -1214,7 +1214,7 @@ impl BlockLayer {
     fn kblockd_run_for_task(&mut self, env: &mut Env, hctx: usize) {
         let cpu = self.cpu.current();
         let at = self.cpu.now().max(env.now);
-        let slice = base_slice_ns(self.cpu.nr_cpus());
+        let slice = self.cpu.slice_ns();
         let wait_for_slice = self.era.wakeup_waits_for_slice;
         let h = &mut self.hctxs[hctx];
         match (h.delayed_run, h.kblockd_cpu) {
@@ -2267,7 +2267,6 @@ impl BlockLayer {
 
 #[cfg(test)]
 mod kblockd_tests {
-    use super::cpu::base_slice_ns;
     use super::request::Op;
     use super::testkit::{bio, Harness, TestDevice};
     use super::KBLOCKD_WAKE_NS;
@@ -2288,7 +2287,7 @@ mod kblockd_tests {
     #[test]
     fn eevdf_kblockd_waits_for_the_running_task_and_serves_its_submissions_in_one_run() {
         let mut h = Harness::new(TestDevice::new(false, false, 32), "mq-deadline", 1);
-        let slice = base_slice_ns(1);
+        let slice = Era::newest().slice_ns(1);
         three_reads(&mut h);
         h.run_until(slice - 1);
         assert!(h.cmds().is_empty(), "the worker waits out the task's slice");

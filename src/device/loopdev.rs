@@ -46,7 +46,7 @@
 
 use super::profile::{in_range, BadValue, MAX_BANDWIDTH, MAX_COMMAND_NS};
 use super::Profile;
-use crate::block::cpu::{base_slice_ns, CONTEXT_SWITCH_NS};
+use crate::block::cpu::CONTEXT_SWITCH_NS;
 #[cfg(test)]
 use crate::block::driver::SoftirqRun;
 use crate::block::driver::{
@@ -380,14 +380,14 @@ impl Loop {
     /// Whether the worker, wanting `cpu` while it is busy, must let the
     /// tasks that wait for it run first: once it has run a slice ahead of
     /// waiting tasks (a kworker is a task of the fair scheduler: it keeps
-    /// its CPU for its slice, `base_slice_ns`, then the waiting tasks get
+    /// its CPU for its slice, the era's `slice_ns`, then the waiting tasks get
     /// their turn). The count restarts when no task waits, or when it lets
     /// them go.
     fn must_let_tasks_go(&self, cpu: u16, now: Ns, cpus: &DeviceCpus) -> bool {
         if cpus.free_at(cpu) <= now || cpus.tasks_waiting(cpu) == 0 {
             return false;
         }
-        self.stretch_ns >= base_slice_ns(cpus.nr())
+        self.stretch_ns >= cpus.slice_ns()
     }
 
     /// The worker gives up the CPU it ran its list on: the task layer
@@ -447,7 +447,7 @@ mod tests {
         let (at, tok) = out.wakeups[0];
         assert_eq!(at, 0);
         assert_eq!(out.wakeups.len(), 1, "one queue_work while active");
-        let mut state = CpuState::new(2);
+        let mut state = CpuState::new(2, crate::kernel::Era::newest().slice_ns(2));
         // CPU 0 is busy (the submitter): the worker goes to CPU 1.
         state.begin(0, 0);
         state.charge(1_000_000);
@@ -498,7 +498,7 @@ mod tests {
     #[test]
     fn with_tasks_waiting_for_its_cpu_ksoftirqd_runs_the_completions_together() {
         let (mut d, mut out) = three_queued();
-        let mut state = CpuState::new(2);
+        let mut state = CpuState::new(2, crate::kernel::Era::newest().slice_ns(2));
         // CPU 0 runs the submitter; two tasks wait for CPU 1, where the
         // worker is woken.
         state.begin(0, 0);
@@ -542,7 +542,7 @@ mod tests {
     #[test]
     fn completions_held_on_a_cpu_the_worker_left_wait_for_its_tasks() {
         let (mut d, mut out) = three_queued();
-        let mut state = CpuState::new(2);
+        let mut state = CpuState::new(2, crate::kernel::Era::newest().slice_ns(2));
         state.set_tasks_waiting(1, 1);
         let mut cpus = DeviceCpus::new(&mut state, 1.0, 0, 0);
         // Woken onto CPU 1 (not the submitter's), where a task waits: held.

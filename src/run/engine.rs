@@ -421,6 +421,7 @@ impl Simulation {
             cpus,
             ids.first_worker() as usize,
             cfg.machine.scale_ns(runqueue::CONTEXT_SWITCH_NS),
+            cfg.era.slice_ns(cpus),
         );
         for t in tasks.iter().filter(|t| t.job.phase != Phase::Skipped) {
             runqueues.place(t.task.cpu);

@@ -55,10 +55,6 @@ use std::collections::BTreeSet;
 /// below also charge it).
 pub use crate::block::cpu::CONTEXT_SWITCH_NS;
 
-/// The fair scheduler's slice (block::cpu, where a device's worker also
-/// keeps to it).
-pub use crate::block::cpu::base_slice_ns;
-
 /// One CPU's share of the scheduler.
 #[derive(Clone, Debug, Default)]
 struct RunQueue {
@@ -118,8 +114,9 @@ pub struct RunQueues {
 
 impl RunQueues {
     /// For `nr_cpus` CPUs and `nr_tasks` tasks; `switch_ns` is the context
-    /// switch cost on this machine.
-    pub fn new(nr_cpus: usize, nr_tasks: usize, switch_ns: Ns) -> RunQueues {
+    /// switch cost on this machine, `slice_ns` the kernel's slice for that
+    /// many CPUs (`Era::slice_ns`).
+    pub fn new(nr_cpus: usize, nr_tasks: usize, switch_ns: Ns, slice_ns: Ns) -> RunQueues {
         RunQueues {
             sharing: false,
             live: 0,
@@ -129,7 +126,7 @@ impl RunQueues {
             runnable: vec![false; nr_tasks],
             nr_waiting: 0,
             waits_on: vec![None; nr_tasks],
-            slice_ns: base_slice_ns(nr_cpus),
+            slice_ns,
             switch_ns,
         }
     }
@@ -506,25 +503,22 @@ impl RunQueues {
 mod tests {
     use super::*;
 
+    /// Run queues on the newest kernel's slice.
+    fn rqs(nr_cpus: usize, nr_tasks: usize, switch_ns: Ns) -> RunQueues {
+        let slice = crate::kernel::Era::newest().slice_ns(nr_cpus);
+        RunQueues::new(nr_cpus, nr_tasks, switch_ns, slice)
+    }
+
     fn two_on_one() -> RunQueues {
-        let mut rq = RunQueues::new(1, 2, 100);
+        let mut rq = rqs(1, 2, 100);
         rq.place(0);
         rq.place(0);
         rq
     }
 
     #[test]
-    fn the_base_slice_scales_with_the_log_of_the_cpus() {
-        assert_eq!(RunQueues::new(1, 0, 0).slice_ns(), 750_000);
-        assert_eq!(RunQueues::new(2, 0, 0).slice_ns(), 1_500_000);
-        assert_eq!(RunQueues::new(4, 0, 0).slice_ns(), 2_250_000);
-        assert_eq!(RunQueues::new(8, 0, 0).slice_ns(), 3_000_000);
-        assert_eq!(RunQueues::new(64, 0, 0).slice_ns(), 3_000_000);
-    }
-
-    #[test]
     fn a_lone_task_always_runs_for_free() {
-        let mut rq = RunQueues::new(2, 2, 100);
+        let mut rq = rqs(2, 2, 100);
         rq.place(0);
         rq.place(1);
         for _ in 0..3 {
@@ -666,7 +660,7 @@ mod tests {
 
     #[test]
     fn a_lone_task_waiting_for_work_outside_the_queues_is_counted() {
-        let mut rq = RunQueues::new(2, 3, 100);
+        let mut rq = rqs(2, 3, 100);
         rq.place(0);
         rq.place(0);
         rq.place(1);
@@ -685,7 +679,7 @@ mod tests {
     /// vruntime moves; only the first is woken when the CPU frees.
     #[test]
     fn waiters_queue_by_vruntime_and_only_the_first_is_next() {
-        let mut rq = RunQueues::new(1, 4, 100);
+        let mut rq = rqs(1, 4, 100);
         for _ in 0..4 {
             rq.place(0);
         }
