@@ -185,11 +185,10 @@ pub struct Era {
     /// on one with several (5.4).
     pub sched_run_async_single: bool,
     pub sched_run_async_multi: bool,
-    /// A task woken on a CPU whose running task is within its protected
-    /// slice waits for it to sleep or use up the slice (EEVDF's
-    /// RUN_TO_PARITY, 6.6), not preempts it at once as a woken nice -20
-    /// kworker did under CFS.
-    pub wakeup_waits_for_slice: bool,
+    /// `submit_bio` wraps a bio submitted without a plug in a plug of its
+    /// own (`__submit_bio`), so such a request reaches the scheduler through
+    /// the plug's flush, which runs the queue in the submitting task.
+    pub submit_bio_plugs: bool,
     /// `sysctl_sched_base_slice` before the CPU-count scaling, ns.
     pub base_slice_ns: u64,
 }
@@ -314,12 +313,12 @@ pub static CHANGES: &[Change] = &[
         apply: |e, on| e.sq_sched_one_hctx = on,
     },
     Change {
-        since: Version::new(6, 6, 0),
-        what: "a kworker woken on the CPU of a running task (kblockd's queue run after a submission)",
-        before: "CFS: preempts it at once (a nice -20 wakee's virtual time is far behind; the wake-up granularity is small)",
-        after: "EEVDF with RUN_TO_PARITY: waits until the task sleeps or its base slice ends, so one run serves the submissions made meanwhile",
-        source: "kernel/sched/fair.c check_preempt_wakeup_fair, protect_slice / RUN_TO_PARITY (EEVDF merged for 6.6; 'sched/eevdf: Curb wakeup-preemption', 6.6); before, check_preempt_wakeup and wakeup_gran",
-        apply: |e, on| e.wakeup_waits_for_slice = on,
+        since: Version::new(6, 10, 0),
+        what: "a bio submitted without a plug (libaio's single io_submit, a sync read)",
+        before: "no plug: with a scheduler it is inserted and its queue run from kblockd (the 4.12 / 5.4 rows)",
+        after: "__submit_bio plugs it on its own and flushes the plug before returning: inserted into the scheduler and the queue run by the submitting task (lab, 6.18: io_submit nr=1, then block_plug, block_unplug 1, block_rq_insert and block_rq_issue all in fio's context)",
+        source: "block/blk-core.c __submit_bio, commit 060406c61c7c 'block: add plug while submitting IO' (Yu Kuai, merged for 6.10; v6.9 has no plug there); blk_finish_plug -> blk_mq_flush_plug_list(plug, false) -> blk_mq_dispatch_plug_list (blk_mq_dispatch_list in 6.19): insert_requests, blk_mq_run_hw_queue(hctx, false)",
+        apply: |e, on| e.submit_bio_plugs = on,
     },
     Change {
         since: Version::new(6, 15, 0),
@@ -356,7 +355,7 @@ impl Era {
             aio_plug_threshold: false,
             sched_run_async_single: false,
             sched_run_async_multi: false,
-            wakeup_waits_for_slice: false,
+            submit_bio_plugs: false,
             base_slice_ns: 750_000,
         };
         for c in CHANGES {

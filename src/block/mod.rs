@@ -162,12 +162,6 @@ struct Hctx {
     /// The pending run is kblockd's work item queued by a task's
     /// submission, on this CPU (see `kblockd_run_for_task`).
     kblockd_cpu: Option<u16>,
-    /// Events armed for kblockd's runs at the end of the submitting task's
-    /// slice that have not fired yet: when the task slept first, the run
-    /// went ahead then (`kblockd_cpu_yielded`) and the event finds its time
-    /// here, no longer the pending run's, and does nothing. A few at most
-    /// (one a slice).
-    kblockd_deadlines: Vec<Ns>,
     /// 4.11–4.14: the run that is sending `hctx->dispatch` has it on its own
     /// list until it ends; see `run_hw_queue_pull_when_stuck`.
     held: Option<HeldList>,
@@ -197,7 +191,6 @@ impl Hctx {
             dispatch_busy: 0,
             delayed_run: None,
             kblockd_cpu: None,
-            kblockd_deadlines: Vec::new(),
             held: None,
         }
     }
@@ -333,6 +326,9 @@ pub struct BlockLayer {
     /// Counted per pid (hundreds may wait at once); `tag_woken_n` is the sum.
     tag_woken: Vec<u32>,
     tag_woken_n: u32,
+    /// The plug `__submit_bio` gives a bio submitted without one (kept
+    /// empty between submissions).
+    own_plug: Plug,
     /// Per pid, what a task sleeping for a scheduler tag slept with, until
     /// it retries (see [`TagSleep`]).
     tag_sleep: Vec<TagSleep>,
@@ -479,6 +475,7 @@ impl BlockLayer {
             freeze_waiters: Vec::new(),
             tag_woken: Vec::new(),
             tag_woken_n: 0,
+            own_plug: Plug::default(),
             tag_sleep: Vec::new(),
             cgroups,
             iosched_settings,
@@ -802,7 +799,26 @@ impl BlockLayer {
     // ----- submission -------------------------------------------------------
 
     /// `submit_bio`. With a plug, new requests collect in it until `finish_plug`.
+    /// Without one, kernels that plug every submission (`Era::submit_bio_plugs`)
+    /// give the bio a plug of its own, flushed before `submit_bio` returns.
     pub fn submit_bio(
+        &mut self,
+        env: &mut Env,
+        b: &BioSubmit,
+        plug: Option<&mut Plug>,
+    ) -> SubmitResult {
+        if plug.is_some() || !self.era.submit_bio_plugs || self.elv_props.legacy {
+            return self.submit_bio_in(env, b, plug);
+        }
+        // Reused so that a submission does not allocate.
+        let mut own = std::mem::take(&mut self.own_plug);
+        let r = self.submit_bio_in(env, b, Some(&mut own));
+        self.finish_plug(env, &mut own);
+        self.own_plug = own;
+        r
+    }
+
+    fn submit_bio_in(
         &mut self,
         env: &mut Env,
         b: &BioSubmit,
@@ -1202,51 +1218,18 @@ impl BlockLayer {
     /// into it and one out on that CPU (`delayed_run`), which is what a
     /// scheduler costs a low-depth job beyond its hooks (v6.18
     /// block/blk-mq.c blk_mq_submit_bio, blk_mq_run_hw_queue).
-    /// Woken on the CPU of a task that is running, the worker does not
-    /// preempt it: under EEVDF's RUN_TO_PARITY a woken task waits while the
-    /// current one is within its protected slice (kernel/sched/fair.c
-    /// `protect_slice`, `check_preempt_wakeup_fair`). So it runs when that
-    /// task sleeps (`kblockd_cpu_yielded`), at the latest a base slice
-    /// after it was queued, and one run serves every submission made
-    /// meanwhile. On the lab's 6.18 (tmpfs loop, one job at QD64) fio
-    /// slept once per 48 I/Os under mq-deadline and a scheduler added
-    /// 0.7 us of CPU per I/O: runs that batch, not a switch pair per I/O.
     fn kblockd_run_for_task(&mut self, env: &mut Env, hctx: usize) {
         let cpu = self.cpu.current();
         let at = self.cpu.now().max(env.now);
-        let slice = self.cpu.slice_ns();
-        let wait_for_slice = self.era.wakeup_waits_for_slice;
         let h = &mut self.hctxs[hctx];
         match (h.delayed_run, h.kblockd_cpu) {
-            // Queued on this CPU already: that run takes this one too.
-            (Some(t), Some(c)) if c == cpu && (wait_for_slice || t <= at) => {}
-            // A plain run pending by then serves it.
-            (Some(t), None) if t <= at => {}
+            // Pending here, or a plain run pending: it serves this one.
+            (Some(t), c) if t <= at && c.is_none_or(|c| c == cpu) => {}
             _ => {
                 // Moved (the earlier event finds itself superseded) or new.
-                // Before EEVDF the woken worker preempted the task at once.
-                let deadline = if wait_for_slice { at + slice } else { at };
-                h.delayed_run = Some(deadline);
-                h.kblockd_cpu = Some(cpu);
-                if wait_for_slice {
-                    h.kblockd_deadlines.push(deadline);
-                }
-                env.events.push(deadline, Event::QueueRun(hctx as u16));
-            }
-        }
-    }
-
-    /// The task running on `cpu` went to sleep (or ended): kblockd's work
-    /// queued there runs now, when that CPU's work is done.
-    pub fn kblockd_cpu_yielded(&mut self, env: &mut Env, cpu: u16) {
-        if !self.era.wakeup_waits_for_slice {
-            return; // the run went ahead when it was queued
-        }
-        let at = self.cpu_free_at(cpu).max(env.now);
-        for (i, h) in self.hctxs.iter_mut().enumerate() {
-            if h.kblockd_cpu == Some(cpu) && h.delayed_run.is_some_and(|t| t > at) {
                 h.delayed_run = Some(at);
-                env.events.push(at, Event::QueueRun(i as u16));
+                h.kblockd_cpu = Some(cpu);
+                env.events.push(at, Event::QueueRun(hctx as u16));
             }
         }
     }
@@ -1336,13 +1319,6 @@ impl BlockLayer {
             return;
         }
         let h = &mut self.hctxs[hctx as usize];
-        if let Some(i) = h.kblockd_deadlines.iter().position(|&t| t == env.now) {
-            h.kblockd_deadlines.swap_remove(i);
-            if h.delayed_run != Some(env.now) {
-                // kblockd ran earlier, when its CPU's task slept.
-                return;
-            }
-        }
         // Superseded by an earlier run while a later one is still pending:
         // nothing to do. An event whose place an earlier run took, and
         // which finds nothing pending, still runs the queue, where the
@@ -2266,55 +2242,28 @@ impl BlockLayer {
 }
 
 #[cfg(test)]
-mod kblockd_tests {
+mod submit_plug_tests {
     use super::request::Op;
     use super::testkit::{bio, Harness, TestDevice};
     use super::KBLOCKD_WAKE_NS;
     use crate::kernel::{Era, Version};
-    use crate::sim::time::{Ns, NS_PER_US};
+    use crate::sim::time::Ns;
 
-    fn dispatch_times(h: &Harness) -> Vec<Ns> {
+    /// When the device saw an unplugged read under mq-deadline on `kernel`.
+    fn dispatched_at(kernel: Version) -> Vec<Ns> {
+        let era = Era::of(kernel);
+        let mut h = Harness::in_era(TestDevice::new(false, false, 32), "mq-deadline", 1, era);
+        h.submit(bio(Op::Read, 0, 8, 0, 1, 1));
+        h.run();
+        assert_eq!(h.done_owners(), vec![1]);
         h.cmds().iter().map(|(t, _)| *t).collect()
     }
 
-    /// Three reads from a task that keeps its CPU, under mq-deadline.
-    fn three_reads(h: &mut Harness) {
-        for i in 0..3u64 {
-            h.submit_running(bio(Op::Read, i * 800, 8, 0, 1, i + 1));
-        }
-    }
-
     #[test]
-    fn eevdf_kblockd_waits_for_the_running_task_and_serves_its_submissions_in_one_run() {
-        let mut h = Harness::new(TestDevice::new(false, false, 32), "mq-deadline", 1);
-        let slice = Era::newest().slice_ns(1);
-        three_reads(&mut h);
-        h.run_until(slice - 1);
-        assert!(h.cmds().is_empty(), "the worker waits out the task's slice");
-        h.run_until(slice + KBLOCKD_WAKE_NS);
-        assert_eq!(dispatch_times(&h), vec![slice + KBLOCKD_WAKE_NS; 3]);
-    }
-
-    #[test]
-    fn eevdf_kblockd_runs_when_the_task_sleeps() {
-        let mut h = Harness::new(TestDevice::new(false, false, 32), "mq-deadline", 1);
-        three_reads(&mut h);
-        h.run_until(10 * NS_PER_US);
-        // The task sleeps: the run goes ahead, and its deadline event is spent.
-        h.submit(bio(Op::Read, 4000, 8, 0, 1, 4));
-        h.run();
-        let at = 10 * NS_PER_US + KBLOCKD_WAKE_NS;
-        assert_eq!(dispatch_times(&h), vec![at; 4]);
-        assert_eq!(h.done_owners().len(), 4);
-    }
-
-    #[test]
-    fn before_eevdf_kblockd_preempts_the_submitting_task() {
-        let era = Era::of(Version::new(6, 1, 0));
-        assert!(!era.wakeup_waits_for_slice);
-        let mut h = Harness::in_era(TestDevice::new(false, false, 32), "mq-deadline", 1, era);
-        three_reads(&mut h);
-        h.run_until(KBLOCKD_WAKE_NS);
-        assert_eq!(dispatch_times(&h), vec![KBLOCKD_WAKE_NS; 3]);
+    fn before_6_10_kblockd_runs_the_queue_and_from_6_10_the_bios_own_plug_does() {
+        // 5.4-6.9: inserted, the queue run from kblockd's worker (a switch in).
+        assert_eq!(dispatched_at(Version::new(6, 9, 0)), vec![KBLOCKD_WAKE_NS]);
+        // 6.10: __submit_bio's plug is flushed in the task: dispatched at once.
+        assert_eq!(dispatched_at(Version::new(6, 10, 0)), vec![0]);
     }
 }

@@ -197,17 +197,8 @@ impl Harness {
         f(&mut self.bl, &mut env)
     }
 
-    /// Submit one bio from task `pid` on its CPU at the current time; the
-    /// task then leaves the CPU (it waits for the I/O, as a test's
-    /// synchronous submitter does), so work queued behind it runs now.
+    /// Submit one bio from task `pid` on CPU 0 at the current time.
     pub fn submit(&mut self, b: BioSubmit) -> SubmitResult {
-        let r = self.submit_running(b);
-        self.env_call(|bl, env| bl.kblockd_cpu_yielded(env, b.cpu));
-        r
-    }
-
-    /// Submit one bio from a task that goes on running on its CPU.
-    pub fn submit_running(&mut self, b: BioSubmit) -> SubmitResult {
         let now = self.now;
         self.bl.cpu_begin(b.cpu, now);
         let r = self.env_call(|bl, env| bl.submit_bio(env, &b, None));

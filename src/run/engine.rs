@@ -798,36 +798,17 @@ impl Simulation {
     /// Task `id` acts at `self.now`.
     fn step(&mut self, id: u32) {
         if self.is_kernel_task(id) {
-            self.step_kernel_task(id);
-            let task = self.kernel_task(id);
-            if !task.runnable() {
-                let cpu = task.cpu;
-                self.cpu_yielded(cpu);
-            }
-            return;
+            return self.step_kernel_task(id);
         }
         if self.runqueues.any_shared() {
             return self.step_shared(id);
         }
         let (task, job, mut cx) = self.task_cx(id);
-        let finished = job.step(task, &mut cx);
-        let (cpu, asleep) = (task.cpu, !task.runnable());
-        if finished {
+        if job.step(task, &mut cx) {
+            let cpu = task.cpu;
             self.runqueues.leave(id, cpu);
-        }
-        if finished || asleep {
-            self.cpu_yielded(cpu);
-        }
-        if finished {
             self.job_finished();
         }
-    }
-
-    /// The task on `cpu` slept or ended: what waited for it to let go of
-    /// the CPU runs (kblockd's queue runs queued there).
-    fn cpu_yielded(&mut self, cpu: u16) {
-        let now = self.now;
-        self.with_block(now, |b, env| b.kblockd_cpu_yielded(env, cpu));
     }
 
     /// `step` when some CPU is shared by several tasks.
@@ -843,13 +824,9 @@ impl Simulation {
         };
         let (task, job, mut cx) = self.task_cx(id);
         let finished = job.step(task, &mut cx);
-        let asleep = !task.runnable();
         if finished {
             // Off the run queue first: its CPU may go to a waiting task.
             self.runqueues.leave(id, cpu);
-        }
-        if finished || asleep {
-            self.cpu_yielded(cpu);
         }
         if shared {
             self.share_cpu(id, cpu, busy_before);
