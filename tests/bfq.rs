@@ -145,9 +145,13 @@ fn weighted_writers_follow_their_weights_only_with_enough_tags() {
     };
     let few = shares("256");
     let many = shares("1024");
+    // 256 tags leave the weights: at least 20% off for some group and twice
+    // as far off as with 1024 (28% here; over 30% before 6.10's per-bio
+    // plug changed how requests reach BFQ; the kernel starved two groups in
+    // three rounds of five, which the model does not reach).
     assert!(
-        worst(&few) > 0.3,
-        "256 tags: shares {few:.3?} stay within 30% of {ideal:.3?}"
+        worst(&few) > 0.2 && worst(&few) > 2.0 * worst(&many),
+        "256 tags: shares {few:.3?} stay near {ideal:.3?} (1024: {many:.3?})"
     );
     assert!(
         worst(&many) <= 0.15,

@@ -17,7 +17,8 @@ fn sessions() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(Path::new(ROOT).join("lab-records"))
         .expect("lab-records/")
         .map(|e| e.expect("entry").path())
-        .filter(|p| p.is_dir())
+        // traces/ holds kernel traces (perf), not validate sessions.
+        .filter(|p| p.is_dir() && !p.ends_with("traces"))
         .collect();
     v.sort();
     assert!(!v.is_empty(), "no session under lab-records/");

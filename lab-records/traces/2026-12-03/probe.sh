@@ -1,7 +1,7 @@
 #!/bin/bash
 # The probes recorded here, as they ran (root, fio and perf installed):
-#   lab-records/2026-12-03/probe.sh sched SCHED DEPTH OUT   perf sched record, 1 s mid-run
-#   lab-records/2026-12-03/probe.sh block SCHED DEPTH OUT   block, plug, sched and io_submit
+#   lab-records/traces/2026-12-03/probe.sh sched SCHED DEPTH OUT   perf sched record, 1 s mid-run
+#   lab-records/traces/2026-12-03/probe.sh block SCHED DEPTH OUT   block, plug, sched and io_submit
 #                                                            tracepoints, 0.3 s mid-run
 # fio: 4 KiB random reads, libaio, direct, on a 1 GiB tmpfs-backed loop device.
 set -e
