@@ -329,6 +329,9 @@ pub struct BlockLayer {
     /// The plug `__submit_bio` gives a bio submitted without one (kept
     /// empty between submissions).
     own_plug: Plug,
+    /// The hardware queues a plug flush touched (reused: a flush per
+    /// request since 6.10's per-bio plug).
+    plug_hctxs: Vec<u16>,
     /// Per pid, what a task sleeping for a scheduler tag slept with, until
     /// it retries (see [`TagSleep`]).
     tag_sleep: Vec<TagSleep>,
@@ -476,6 +479,7 @@ impl BlockLayer {
             tag_woken: Vec::new(),
             tag_woken_n: 0,
             own_plug: Plug::default(),
+            plug_hctxs: Vec::new(),
             tag_sleep: Vec::new(),
             cgroups,
             iosched_settings,
@@ -1275,7 +1279,8 @@ impl BlockLayer {
             self.legacy_flush_plug(env, plug, from_schedule);
             return;
         }
-        let mut touched: Vec<u16> = Vec::new();
+        let mut touched = std::mem::take(&mut self.plug_hctxs);
+        touched.clear();
         for rq in plug.rqs.drain(..) {
             let hctx = self.rqs[rq].hctx;
             if self.elv.is_some() {
@@ -1289,13 +1294,14 @@ impl BlockLayer {
                 touched.push(hctx);
             }
         }
-        for h in touched {
+        for &h in &touched {
             if from_schedule {
                 self.schedule_run(env, h, env.now);
             } else {
                 self.run_hw_queue(env, h as usize);
             }
         }
+        self.plug_hctxs = touched;
     }
 
     // ----- dispatch ---------------------------------------------------------
