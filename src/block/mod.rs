@@ -1287,7 +1287,12 @@ impl BlockLayer {
                 self.elv_insert(env, rq, false);
             } else if from_schedule || self.hctxs[hctx as usize].dispatch_busy > 0 {
                 self.ctx_insert(rq);
-            } else if !self.issue(env, rq) {
+            } else if self.issue(env, rq) {
+                // Issued directly: its queue needs no run for it
+                // (blk_mq_plug_issue_direct runs one only when the driver
+                // refused a request, block/blk-mq.c, v6.10+).
+                continue;
+            } else {
                 self.hctxs[hctx as usize].dispatch.push_back(rq);
             }
             if !touched.contains(&hctx) {
