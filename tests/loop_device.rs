@@ -90,6 +90,35 @@ fn a_faster_host_is_faster_and_the_wake_up_is_its_own() {
     );
 }
 
+#[test]
+fn a_wake_up_deepens_with_the_idle_time() {
+    // profiles/loop.toml wakes a CPU in about 19 us.
+    let base = run(1, "none", &[]);
+    let deep_at_once = run(
+        1,
+        "none",
+        &[
+            ("cpu/wake_deep_ns", "60000"),
+            ("cpu/wake_deep_after_ns", "0"),
+        ],
+    );
+    let deep_slowly = run(
+        1,
+        "none",
+        &[
+            ("cpu/wake_deep_ns", "60000"),
+            ("cpu/wake_deep_after_ns", "1000000"),
+        ],
+    );
+    // A QD1 I/O wakes the worker and then fio: two deep wake-ups cost
+    // about 2 x 41 us more; spread over 1 ms of idle, where a QD1 cycle's
+    // CPUs idle some tens of us, the deepening adds a few percent of it.
+    let extra = lat_us(&deep_at_once) - lat_us(&base);
+    assert!((60.0..100.0).contains(&extra), "{extra}");
+    let slow = lat_us(&deep_slowly) - lat_us(&base);
+    assert!((0.0..5.0).contains(&slow), "{slow}");
+}
+
 /// Per-job IOPS of `examples/lab/randread-2x32.fio` (two QD32 readers on
 /// two CPUs, so the worker shares a CPU with a job) on the built-in
 /// `device`, or on the profile text `profile` when given.

@@ -2,7 +2,7 @@
 //! gets back (the kernel's `blk_mq_ops` and `struct queue_limits`). Device
 //! models in `crate::device` implement [`Device`].
 
-use super::cpu::CpuState;
+use super::cpu::{CpuState, WakeCost};
 use super::request::{Op, RqId};
 use crate::sim::time::Ns;
 use serde::Deserialize;
@@ -150,18 +150,23 @@ pub struct DeviceCpus<'a> {
     state: &'a mut CpuState,
     /// CPU speed relative to the reference core.
     speed: f64,
-    /// The host's wake-up cost on an idle CPU (`[cpu] wake_ns`).
-    wake_ns: Ns,
+    /// The host's wake-up cost on an idle CPU (`[cpu] wake_ns`, `wake_deep_ns`).
+    wake: WakeCost,
     /// The CPU that last queued a command (it is running the submitter).
     submitter: u16,
 }
 
 impl<'a> DeviceCpus<'a> {
-    pub fn new(state: &'a mut CpuState, speed: f64, wake_ns: Ns, submitter: u16) -> DeviceCpus<'a> {
+    pub fn new(
+        state: &'a mut CpuState,
+        speed: f64,
+        wake: WakeCost,
+        submitter: u16,
+    ) -> DeviceCpus<'a> {
         DeviceCpus {
             state,
             speed,
-            wake_ns,
+            wake,
             submitter,
         }
     }
@@ -176,13 +181,10 @@ impl<'a> DeviceCpus<'a> {
             .unwrap_or(0)
     }
     /// What waking a kernel thread on `cpu` at `now` costs that CPU: the
-    /// host's wake-up when it is idle, nothing when it is running anyway.
+    /// host's wake-up when it is idle (deeper the longer it idled), nothing
+    /// when it is running anyway.
     pub fn wake_cost(&self, cpu: u16, now: Ns) -> Ns {
-        if self.free_at(cpu) <= now {
-            self.wake_ns
-        } else {
-            0
-        }
+        self.wake.on_cpu_free_at(self.free_at(cpu), now)
     }
     pub fn nr(&self) -> usize {
         self.state.nr_cpus()

@@ -730,12 +730,12 @@ impl BlockLayer {
         self.cpu.end()
     }
     /// A task is woken at `at` onto `cpu`: if that CPU is idle then, the
-    /// host's wake-up (`[cpu] wake_ns`: the IPI, the exit from idle, the
-    /// switch) keeps it busy first. Returns when the task can run there.
+    /// host's wake-up (`[cpu] wake_ns`, deeper after a longer idle: the IPI,
+    /// the exit from idle, the switch) keeps it busy first. Returns when the task can run there.
     #[inline]
     pub fn wake_idle_cpu(&mut self, cpu: u16, at: Ns) -> Ns {
-        let wake = self.costs.wake_ns;
-        if wake == 0 || self.cpu_free_at(cpu) > at {
+        let wake = self.costs.wake().on_cpu_free_at(self.cpu_free_at(cpu), at);
+        if wake == 0 {
             return at;
         }
         self.cpu_begin(cpu, at);
@@ -2076,7 +2076,7 @@ impl BlockLayer {
             let mut cpus = DeviceCpus::new(
                 &mut self.cpu,
                 self.machine.cpu_speed,
-                self.costs.wake_ns,
+                self.costs.wake(),
                 self.last_issue_cpu,
             );
             self.device

@@ -105,6 +105,8 @@ pub fn free_cpu() -> CpuCosts {
         complete_ns: 0,
         lock_handoff_ns: 0,
         wake_ns: 0,
+        wake_deep_ns: 0,
+        wake_deep_after_ns: 0,
         sched: ["mq-deadline", "deadline", "noop"]
             .iter()
             .map(|n| NamedSchedCost {

@@ -403,7 +403,7 @@ impl Loop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::block::cpu::CpuState;
+    use crate::block::cpu::{CpuState, WakeCost};
     use crate::device::load_profile;
 
     fn cmd(id: RqId) -> DeviceCmd {
@@ -454,7 +454,7 @@ mod tests {
         state.end();
         out.wakeups.clear();
         let wake = 3_000;
-        let mut cpus = DeviceCpus::new(&mut state, 1.0, wake, 0);
+        let mut cpus = DeviceCpus::new(&mut state, 1.0, WakeCost::flat(wake), 0);
         d.cpu_work(
             at,
             tok & !crate::block::driver::CPU_WORK,
@@ -505,7 +505,7 @@ mod tests {
         state.charge(1_000_000);
         state.end();
         state.set_tasks_waiting(1, 2);
-        let mut cpus = DeviceCpus::new(&mut state, 1.0, 0, 0);
+        let mut cpus = DeviceCpus::new(&mut state, 1.0, WakeCost::flat(0), 0);
         let each = d.cost(Op::Read, 4096);
         let mut at = 0;
         for _ in 0..2 {
@@ -526,7 +526,7 @@ mod tests {
         out.softirq_runs.clear();
         out.softirq_ids.clear();
         state.set_tasks_waiting(1, 0);
-        let mut cpus = DeviceCpus::new(&mut state, 1.0, 0, 0);
+        let mut cpus = DeviceCpus::new(&mut state, 1.0, WakeCost::flat(0), 0);
         d.submit(end, &cmd(3), &mut out);
         d.submit(end, &cmd(4), &mut out);
         let (at, _) = out.wakeups[0];
@@ -544,7 +544,7 @@ mod tests {
         let (mut d, mut out) = three_queued();
         let mut state = CpuState::new(2, crate::kernel::Era::newest().slice_ns(2));
         state.set_tasks_waiting(1, 1);
-        let mut cpus = DeviceCpus::new(&mut state, 1.0, 0, 0);
+        let mut cpus = DeviceCpus::new(&mut state, 1.0, WakeCost::flat(0), 0);
         // Woken onto CPU 1 (not the submitter's), where a task waits: held.
         d.cpu_work(0, 0, &mut cpus, &mut out);
         assert!(out.softirq_runs.is_empty());
@@ -554,7 +554,7 @@ mod tests {
         state.begin(1, second);
         state.charge(50_000);
         let cpu1_free = state.end();
-        let mut cpus = DeviceCpus::new(&mut state, 1.0, 0, 0);
+        let mut cpus = DeviceCpus::new(&mut state, 1.0, WakeCost::flat(0), 0);
         d.cpu_work(second, 0, &mut cpus, &mut out);
         assert_eq!(out.softirq_runs.len(), 1, "CPU 0's own completion runs");
         assert_eq!(out.softirq_ids, vec![1]);
