@@ -1279,34 +1279,59 @@ impl BlockLayer {
             self.legacy_flush_plug(env, plug, from_schedule);
             return;
         }
+        if let [rq] = plug.rqs[..] {
+            // The common case since 6.10's per-bio plug: one request, no
+            // list of touched queues.
+            plug.rqs.clear();
+            if let Some(h) = self.plug_flush_rq(env, rq, from_schedule) {
+                self.run_after_flush(env, h, from_schedule);
+            }
+            return;
+        }
         let mut touched = std::mem::take(&mut self.plug_hctxs);
         touched.clear();
         for rq in plug.rqs.drain(..) {
-            let hctx = self.rqs[rq].hctx;
-            if self.elv.is_some() {
-                self.elv_insert(env, rq, false);
-            } else if from_schedule || self.hctxs[hctx as usize].dispatch_busy > 0 {
-                self.ctx_insert(rq);
-            } else if self.issue(env, rq) {
-                // Issued directly: its queue needs no run for it
-                // (blk_mq_plug_issue_direct runs one only when the driver
-                // refused a request, block/blk-mq.c, v6.10+).
-                continue;
-            } else {
-                self.hctxs[hctx as usize].dispatch.push_back(rq);
-            }
-            if !touched.contains(&hctx) {
-                touched.push(hctx);
+            if let Some(h) = self.plug_flush_rq(env, rq, from_schedule) {
+                if !touched.contains(&h) {
+                    touched.push(h);
+                }
             }
         }
         for &h in &touched {
-            if from_schedule {
-                self.schedule_run(env, h, env.now);
-            } else {
-                self.run_hw_queue(env, h as usize);
-            }
+            self.run_after_flush(env, h, from_schedule);
         }
         self.plug_hctxs = touched;
+    }
+
+    /// One request of a plug's flush: into the scheduler, the software
+    /// queue, or issued directly. Returns the hardware queue that needs a
+    /// run for it: none for one issued directly (blk_mq_plug_issue_direct
+    /// runs one only when the driver refused a request, block/blk-mq.c,
+    /// v6.10+).
+    #[inline]
+    fn plug_flush_rq(&mut self, env: &mut Env, rq: RqId, from_schedule: bool) -> Option<u16> {
+        let hctx = self.rqs[rq].hctx;
+        if self.elv.is_some() {
+            self.elv_insert(env, rq, false);
+        } else if from_schedule || self.hctxs[hctx as usize].dispatch_busy > 0 {
+            self.ctx_insert(rq);
+        } else if self.issue(env, rq) {
+            return None;
+        } else {
+            self.hctxs[hctx as usize].dispatch.push_back(rq);
+        }
+        Some(hctx)
+    }
+
+    /// A flushed plug's queue run: from kblockd when the task is going to
+    /// sleep (`from_schedule`), else in the task.
+    #[inline]
+    fn run_after_flush(&mut self, env: &mut Env, hctx: u16, from_schedule: bool) {
+        if from_schedule {
+            self.schedule_run(env, hctx, env.now);
+        } else {
+            self.run_hw_queue(env, hctx as usize);
+        }
     }
 
     // ----- dispatch ---------------------------------------------------------
