@@ -731,7 +731,8 @@ impl BlockLayer {
     }
     /// A task is woken at `at` onto `cpu`: if that CPU is idle then, the
     /// host's wake-up (`[cpu] wake_ns`, deeper after a longer idle: the IPI,
-    /// the exit from idle, the switch) keeps it busy first. Returns when the task can run there.
+    /// the exit from idle, the switch) keeps it busy first. Returns when the
+    /// task can run there.
     #[inline]
     pub fn wake_idle_cpu(&mut self, cpu: u16, at: Ns) -> Ns {
         let wake = self.costs.wake().on_cpu_free_at(self.cpu_free_at(cpu), at);
