@@ -11,9 +11,20 @@
 //! the kjournald2 task's (task/jbd2.rs); this file keeps the state both it
 //! and the file system's callers share.
 //!
-//! Not modelled: checkpointing (the in-place writes of committed metadata
-//! and the stalls when log space runs out: the log wraps freely), revoke
-//! records, fast commits, `max_batch_time` batching of concurrent fsyncs.
+//! Checkpointing: once a transaction has committed, each of its metadata
+//! blocks is an ordinary dirty buffer of the block device
+//! (`__jbd2_journal_unfile_buffer` turns `jbddirty` into `mark_buffer_dirty`,
+//! unless the running transaction holds the block again), so the flusher
+//! writes it in place like a page of any dirty inode: by the expiry, or in
+//! background writeback (task/flusher.rs). A handle that dirties such a
+//! block again takes it back first (`do_get_write_access` clears the dirty
+//! bit and sets `jbddirty`), so a block rewritten more often than it
+//! expires is written in place only when the updates stop.
+//!
+//! Not modelled: the synchronous checkpoint when log space runs out
+//! (`__jbd2_log_wait_for_space`: the log wraps freely), a handle waiting for
+//! its block's in-place write to end, revoke records, fast commits,
+//! `max_batch_time` batching of concurrent fsyncs.
 
 use crate::sim::time::{Ns, NS_PER_SEC};
 use std::collections::BTreeSet;
@@ -76,6 +87,8 @@ pub struct JournalStats {
     pub superblock_writes: u64,
     /// Cache flushes ext4/jbd2 sent on their own (`blkdev_issue_flush`).
     pub flushes: u64,
+    /// Committed metadata blocks the flusher wrote in place.
+    pub checkpoint_blocks: u64,
 }
 
 /// Why a commit starts.
@@ -116,6 +129,11 @@ pub struct Journal {
     pub stats: JournalStats,
     /// kjournald2 should look at this time (its caller arms the wake-up).
     wake: Option<Ns>,
+    /// Committed blocks not yet written in place: the block device inode's
+    /// dirty buffers, by block id.
+    checkpoint: BTreeSet<u64>,
+    /// When that inode went from clean to dirty (`dirtied_when`).
+    checkpoint_dirtied: Option<Ns>,
 }
 
 impl Journal {
@@ -149,6 +167,8 @@ impl Journal {
             waiters: Vec::new(),
             stats: JournalStats::default(),
             wake: None,
+            checkpoint: BTreeSet::new(),
+            checkpoint_dirtied: None,
         }
     }
 
@@ -177,6 +197,10 @@ impl Journal {
     /// whose tid is returned. A transaction over its size limit asks for
     /// its commit (`start_this_handle` → `__jbd2_log_start_commit`).
     pub fn dirty_metadata(&mut self, block: u64, now: Ns) -> Tid {
+        // A block waiting for its in-place write goes back to the journal.
+        if self.checkpoint.remove(&block) && self.checkpoint.is_empty() {
+            self.checkpoint_dirtied = None;
+        }
         let max = self.max_transaction_blocks();
         let t = self.handle(now);
         t.blocks.insert(block);
@@ -195,6 +219,41 @@ impl Journal {
             Some(last) if last.0 == file && last.2 == start => last.2 = end,
             _ => t.ordered.push((file, start, end)),
         }
+    }
+
+    /// The committed transaction's `blocks` at `now` become dirty buffers
+    /// to be written in place, except those the running transaction holds
+    /// again (they stay the journal's). True when the block device's inode
+    /// went from clean to dirty (the caller wakes the flusher after the
+    /// writeback interval, as for the first dirty page of a file).
+    pub fn checkpoint_add(&mut self, blocks: &BTreeSet<u64>, now: Ns) -> bool {
+        let was_clean = self.checkpoint.is_empty();
+        let running = self.running.as_ref().map(|t| &t.blocks);
+        for &b in blocks {
+            if !running.is_some_and(|r| r.contains(&b)) {
+                self.checkpoint.insert(b);
+            }
+        }
+        if was_clean && !self.checkpoint.is_empty() {
+            self.checkpoint_dirtied = Some(now);
+            return true;
+        }
+        false
+    }
+
+    /// When the committed blocks waiting for their in-place write were
+    /// first dirtied; None when there are none.
+    pub fn checkpoint_dirtied(&self) -> Option<Ns> {
+        self.checkpoint_dirtied
+    }
+
+    /// The flusher takes every block waiting for its in-place write (ids
+    /// into `out`, in id order): the inode is clean again.
+    pub fn take_checkpoint(&mut self, out: &mut Vec<u64>) {
+        out.clear();
+        out.extend(std::mem::take(&mut self.checkpoint));
+        self.checkpoint_dirtied = None;
+        self.stats.checkpoint_blocks += out.len() as u64;
     }
 
     /// Whether `tid` has committed.
@@ -387,6 +446,37 @@ mod tests {
                 (j.start_sector + 8, 2)
             ]
         );
+    }
+
+    #[test]
+    fn committed_blocks_wait_for_their_in_place_write_unless_dirtied_again() {
+        let mut j = j();
+        let a = j.dirty_metadata(7, 10);
+        j.dirty_metadata(8, 10);
+        j.dirty_metadata(9, 10);
+        let t = j.begin_commit(CommitWhy::Timer).unwrap();
+        // Block 9 is dirtied again while its transaction commits: the
+        // running transaction holds it, so it stays the journal's.
+        j.dirty_metadata(9, 20);
+        j.end_commit(&mut Vec::new());
+        assert!(j.is_committed(a));
+        assert!(j.checkpoint_add(&t.blocks, 30), "the inode turned dirty");
+        assert_eq!(j.checkpoint_dirtied(), Some(30));
+        // Dirtied again before the flusher came: back to the journal.
+        j.dirty_metadata(8, 40);
+        let mut out = Vec::new();
+        j.take_checkpoint(&mut out);
+        assert_eq!(out, vec![7]);
+        assert_eq!(j.checkpoint_dirtied(), None);
+        assert_eq!(j.stats.checkpoint_blocks, 1);
+        // The last dirty block taken back cleans the inode too.
+        let t = j.begin_commit(CommitWhy::Timer).unwrap();
+        j.end_commit(&mut Vec::new());
+        assert!(j.checkpoint_add(&t.blocks, 50));
+        j.dirty_metadata(8, 60);
+        j.dirty_metadata(9, 60);
+        assert_eq!(j.checkpoint_dirtied(), None);
+        assert!(!j.checkpoint_add(&BTreeSet::new(), 70));
     }
 
     #[test]

@@ -12,6 +12,10 @@
 //!    (`wb_check_old_data_flush`): whole inodes first dirtied more than
 //!    `dirty_expire_centisecs` ago, oldest first, in chunks.
 //!
+//! On ext4 the block device's inode is one of them: its dirty pages are
+//! the committed metadata blocks waiting for their in-place write
+//! (fs/jbd2.rs), written all at once when its turn comes.
+//!
 //! Per inode it takes contiguous runs of dirty pages from the inode's
 //! cyclic index and submits them as bios of at most `max_sectors_kb`,
 //! flagged REQ_BACKGROUND (`wbc_to_write_flags`), under one plug, from its
@@ -42,6 +46,10 @@ const DIRTY_SCOPE: u64 = 8;
 /// ~0.1 µs on the reference core).
 const WALK_NS_PER_PAGE: Ns = 100;
 
+/// `WbBio::file` of the block device inode's pages: committed ext4
+/// metadata written in place (device pages, not a file's).
+const METADATA: u32 = u32::MAX;
+
 /// A writeback bio: pages `[start, end)` of `file`.
 #[derive(Clone, Copy, Debug)]
 struct WbBio {
@@ -71,6 +79,7 @@ pub struct Flusher {
     pub stopping: bool,
     inodes: Vec<u32>,
     runs: Vec<(u64, u64)>,
+    meta_pages: Vec<u64>,
     /// Device capacity in sectors (a file's last page may pass it).
     capacity_sectors: u64,
 }
@@ -87,6 +96,7 @@ impl Flusher {
             stopping: false,
             inodes: Vec::new(),
             runs: Vec::new(),
+            meta_pages: Vec::new(),
             capacity_sectors: capacity_bytes / 512,
         }
     }
@@ -110,7 +120,9 @@ impl Flusher {
             .expect("writeback bio completed twice");
         self.free.push(tag);
         let cache = cx.cache.as_deref_mut().expect("page cache");
-        cache.writeback_done(b.file, b.start, b.end, at.max(cx.now));
+        if b.file != METADATA {
+            cache.writeback_done(b.file, b.start, b.end, at.max(cx.now));
+        }
         cache.wake_writeback_waiters(cx.ready);
         // Work that found every dirty page under writeback goes on now.
         let more = self.pass != Pass::Idle || cache.over_background();
@@ -149,46 +161,74 @@ impl Flusher {
     /// writeback. False when there is nothing to do.
     fn write_one_chunk(&mut self, task: &mut Task, cx: &mut TaskCx) -> bool {
         let now = cx.now;
+        let meta_when = cx.fs.as_deref().and_then(|fs| fs.checkpoint_dirtied());
         let cache = cx.cache.as_deref_mut().expect("page cache");
-        let interval = cache.vm.writeback_interval_ns();
-        let expire = cache.vm.expire_ns();
         let mut inodes = std::mem::take(&mut self.inodes);
-        if cache.over_background() {
+        let background = cache.over_background();
+        if background {
             cache.dirty_inodes(None, &mut inodes);
         } else {
-            if self.pass == Pass::Idle
-                && interval > 0
-                && now >= self.last_old_flush.saturating_add(interval)
-            {
-                self.last_old_flush = now;
-                // Nothing can have expired before `expire` has passed (the
-                // kernel's jiffies start 5 minutes before 0 instead).
-                if let Some(cutoff) = now.checked_sub(expire) {
-                    self.pass = Pass::Kupdate(cutoff);
-                }
-            }
+            self.start_kupdate_pass(cache, now);
             match self.pass {
                 Pass::Kupdate(cutoff) => cache.dirty_inodes(Some(cutoff), &mut inodes),
                 Pass::Idle => inodes.clear(),
             }
-            if inodes.is_empty() {
-                self.pass = Pass::Idle;
+        }
+        // The block device's inode (committed metadata) qualifies and takes
+        // its turn by `dirtied_when` like the files'.
+        let meta_due = meta_when.is_some_and(|w| match self.pass {
+            _ if background => true,
+            Pass::Kupdate(cutoff) => w <= cutoff,
+            Pass::Idle => false,
+        });
+        if !background && inodes.is_empty() && !meta_due {
+            self.pass = Pass::Idle;
+        }
+        let meta_first = meta_due
+            && inodes
+                .first()
+                .is_none_or(|&f| meta_when <= cache.files()[f as usize].dirtied_when);
+        let wrote = (meta_first && self.write_metadata(task, cx))
+            || self.write_file_chunk(&inodes, task, cx)
+            || (meta_due && !meta_first && self.write_metadata(task, cx));
+        self.inodes = inodes;
+        wrote
+    }
+
+    /// Once per writeback interval, a kupdate pass over the inodes dirtied
+    /// more than the expiry ago (`wb_check_old_data_flush`).
+    fn start_kupdate_pass(&mut self, cache: &PageCache, now: Ns) {
+        let interval = cache.vm.writeback_interval_ns();
+        if self.pass == Pass::Idle
+            && interval > 0
+            && now >= self.last_old_flush.saturating_add(interval)
+        {
+            self.last_old_flush = now;
+            // Nothing can have expired before `expire` has passed (the
+            // kernel's jiffies start 5 minutes before 0 instead).
+            if let Some(cutoff) = now.checked_sub(cache.vm.expire_ns()) {
+                self.pass = Pass::Kupdate(cutoff);
             }
         }
+    }
+
+    /// One chunk of the first of `inodes` with pages not already under
+    /// writeback. False when none has any.
+    fn write_file_chunk(&mut self, inodes: &[u32], task: &mut Task, cx: &mut TaskCx) -> bool {
+        let now = cx.now;
+        let cache = cx.cache.as_deref_mut().expect("page cache");
         let chunk = Self::chunk_pages(cache);
         cache.writeback_start(now);
         let mut runs = std::mem::take(&mut self.runs);
         let mut taken = 0;
         let mut file = 0;
-        // The first inode with pages not already under writeback.
-        for &f in &inodes {
+        for &f in inodes {
             taken = cache.take_dirty(f, chunk, &mut runs);
             if taken > 0 {
                 file = f;
                 break;
             }
         }
-        self.inodes = inodes;
         if taken == 0 {
             self.runs = runs;
             return false;
@@ -203,8 +243,41 @@ impl Flusher {
             }
         }
         cx.kick_jbd2();
+        self.queue_runs(file, &runs, cx);
+        self.runs = runs;
+        self.charge_walk(taken, task, cx);
+        true
+    }
+
+    /// The committed metadata's in-place write: every dirty block of the
+    /// block device's inode, its contiguous pages as one bio (the buffers'
+    /// pages written in index order under the flusher's plug merge).
+    fn write_metadata(&mut self, task: &mut Task, cx: &mut TaskCx) -> bool {
+        let Some(fs) = cx.fs.as_deref_mut() else {
+            return false;
+        };
+        let mut pages = std::mem::take(&mut self.meta_pages);
+        fs.take_checkpoint(&mut pages);
+        let mut runs = std::mem::take(&mut self.runs);
+        runs.clear();
+        for &p in &pages {
+            match runs.last_mut() {
+                Some((_, e)) if *e == p => *e += 1,
+                _ => runs.push((p, p + 1)),
+            }
+        }
+        self.queue_runs(METADATA, &runs, cx);
+        self.runs = runs;
+        let taken = pages.len() as u64;
+        self.meta_pages = pages;
+        self.charge_walk(taken, task, cx);
+        taken > 0
+    }
+
+    /// Bios of at most `max_sectors_kb` for the page runs of `file`.
+    fn queue_runs(&mut self, file: u32, runs: &[(u64, u64)], cx: &TaskCx) {
         let max_pages = (cx.block.max_sectors() as u64 / 8).max(1);
-        for &(s, e) in &runs {
+        for &(s, e) in runs {
             let mut p = s;
             while p < e {
                 let n = (e - p).min(max_pages);
@@ -216,20 +289,26 @@ impl Flusher {
                 p += n;
             }
         }
-        self.runs = runs;
-        cx.block.cpu_begin(task.cpu, now);
-        cx.block.cpu_charge(WALK_NS_PER_PAGE * taken);
+    }
+
+    /// The page walk's CPU time for `pages` put under writeback.
+    fn charge_walk(&mut self, pages: u64, task: &mut Task, cx: &mut TaskCx) {
+        cx.block.cpu_begin(task.cpu, cx.now);
+        cx.block.cpu_charge(WALK_NS_PER_PAGE * pages);
         let end = cx.block.cpu_end();
         task.busy_until = task.busy_until.max(end);
-        true
     }
 
     /// Nothing to do now: come back after the writeback interval while
     /// dirty inodes remain (`wb_workfn` → `wb_wakeup_delayed`).
     fn rearm(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let meta_dirty = cx
+            .fs
+            .as_deref()
+            .is_some_and(|fs| fs.checkpoint_dirtied().is_some());
         let cache = cx.cache.as_deref_mut().expect("page cache");
         let interval = cache.vm.writeback_interval_ns();
-        let dirty = cache.counts().dirty > 0;
+        let dirty = cache.counts().dirty > 0 || meta_dirty;
         if dirty && interval > 0 {
             let at = cx.now.saturating_add(interval);
             if cache.want_flusher(at) {
@@ -262,7 +341,13 @@ impl Flusher {
                 op: Op::Write,
                 sector,
                 nr_sectors: end.saturating_sub(sector) as u32,
-                flags: flags::BACKGROUND,
+                // Buffers ext4 read as metadata keep BH_Meta, which
+                // `submit_bh_wbc` turns into REQ_META ("WM" in the trace).
+                flags: if b.file == METADATA {
+                    flags::BACKGROUND | flags::META
+                } else {
+                    flags::BACKGROUND
+                },
                 ioprio: task.ioprio,
                 cgroup: task.cgroup,
                 pid: task.id,
@@ -277,8 +362,10 @@ impl Flusher {
                 // Past the device's end: nothing to write.
                 self.free.push(slot);
                 self.pending.pop_front();
-                let c = cx.cache.as_deref_mut().expect("page cache");
-                c.writeback_done(b.file, b.start, b.end, now);
+                if b.file != METADATA {
+                    let c = cx.cache.as_deref_mut().expect("page cache");
+                    c.writeback_done(b.file, b.start, b.end, now);
+                }
                 continue;
             }
             match cx.submit_bio(&mut bio, Some(&mut plug)) {

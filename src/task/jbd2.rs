@@ -19,13 +19,15 @@
 //! 5. with async commit and barriers, a cache flush after waiting
 //!    (`blkdev_issue_flush`).
 //!
-//! Then the tid is committed and fsyncs waiting for it are woken.
+//! Then the tid is committed, fsyncs waiting for it are woken, and its
+//! blocks wait for the flusher to write them in place (fs/jbd2.rs).
 
 use super::{BioOwner, SleepReason, Task, TaskCx};
 use crate::block::request::{flags, Op};
 use crate::block::{BioSubmit, Plug, SubmitResult};
 use crate::fs::ext4::DataMode;
 use crate::fs::jbd2::{Transaction, BLOCK, TAGS_PER_DESCRIPTOR};
+use crate::sim::event::Event;
 use crate::sim::time::Ns;
 use std::collections::VecDeque;
 
@@ -263,10 +265,22 @@ impl Jbd2Task {
     }
 
     /// The transaction is committed: wake its waiters, look for more.
+    /// Its blocks wait for their in-place write by the flusher, which looks
+    /// after the writeback interval when they are the block device inode's
+    /// first dirty pages.
     fn finish(&mut self, task: &mut Task, cx: &mut TaskCx) {
+        let now = cx.now;
         let fs = cx.fs.as_deref_mut().expect("ext4");
         fs.journal.end_commit(cx.ready);
-        self.txn = None;
+        let txn = self.txn.take().expect("committing transaction");
+        if fs.journal.checkpoint_add(&txn.blocks, now) {
+            let cache = cx.cache.as_deref_mut().expect("page cache");
+            let interval = cache.vm.writeback_interval_ns();
+            let at = now.saturating_add(interval);
+            if interval > 0 && cache.want_flusher(at) {
+                cx.events.push(at, Event::wake(cache.flusher_task));
+            }
+        }
         self.stage = Stage::Idle;
         cx.step_again(task.id);
     }
