@@ -562,7 +562,8 @@ fn fs_report(fs: &super::FsReport) -> J {
         .uint("log_blocks", j.log_blocks)
         .uint("commit_blocks", j.commit_blocks)
         .uint("superblock_writes", j.superblock_writes)
-        .uint("flushes", j.flushes);
+        .uint("flushes", j.flushes)
+        .uint("checkpoint_blocks", j.checkpoint_blocks);
     o.done()
 }
 
