@@ -25,7 +25,7 @@ pub fn build(profile: &Profile, seed: u64) -> Result<Box<dyn Device>, String> {
         "nvme" => Ok(Box::new(nvme::Nvme::new(profile, seed)?)),
         "hdd" => Ok(Box::new(hdd::Hdd::new(profile, seed)?)),
         "sata-ssd" => Ok(Box::new(sata_ssd::SataSsd::new(profile, seed)?)),
-        "loop" => Ok(Box::new(loopdev::Loop::new(profile)?)),
+        "loop" => Ok(Box::new(loopdev::Loop::new(profile, seed)?)),
         other => Err(format!(
             "profile '{}': unknown model '{other}' (known: ram, nvme, hdd, sata-ssd, loop)",
             profile.name

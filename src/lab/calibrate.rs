@@ -2198,7 +2198,10 @@ mod tests {
     /// worker's device is not told apart any more: tasks woken on the
     /// worker's CPU move to an idle one, so its jobs come out as even as
     /// the free worker's, and the free fit comes as close (measured 2.1%
-    /// against the seated fit's 3.7%; free truth: 0.3% against 3.4%).
+    /// against the seated fit's 3.7%). Since the commands that complete at
+    /// once are drawn per command (2026-12-03) no job gets all of them, the
+    /// probes differ less between the two ways, and the margin is smaller:
+    /// free truth 0.98% against 1.39% (0.3% against 3.4% before).
     #[test]
     fn fit_loop_tells_the_free_worker_from_the_seated_one() {
         let truth = LoopParams {
@@ -2213,7 +2216,7 @@ mod tests {
         let (free, ..) = f.fit_loop_at(0.5, 25, false);
         let (seated, ..) = f.fit_loop_at(0.5, 25, true);
         assert!(free < 0.01, "free fit {free}");
-        assert!(3.0 * free < seated, "free {free} against seated {seated}");
+        assert!(1.2 * free < seated, "free {free} against seated {seated}");
     }
 
     /// A device that is exactly an nvme profile is recovered closely.
