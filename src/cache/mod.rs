@@ -29,7 +29,7 @@ pub mod vm;
 use crate::sim::time::{Ns, NS_PER_SEC};
 use dirty::{Dirtier, DomainState, Limits, Throttle, WriteBandwidth};
 use extents::{Changes, Extent, ExtentMap, PageState};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use vm::VmSettings;
 
 /// Bytes per page (`PAGE_SIZE`).
@@ -42,6 +42,12 @@ pub struct FileCache {
     pub first: u64,
     pub end: u64,
     pages: ExtentMap,
+    /// Its extents that are dirty or under writeback, start -> (end,
+    /// state): the kernel's DIRTY and WRITEBACK tags of the page tree, so
+    /// fsync and the flusher visit what they write or wait for, not every
+    /// cached extent (a random writer's clean pages scattered over a large
+    /// file made each fsync walk all of them: minutes for one second).
+    busy: BTreeMap<u64, (u64, PageState)>,
     /// When it went from clean to dirty (`inode->dirtied_when`); re-dirtying
     /// a dirty inode keeps it.
     pub dirtied_when: Option<Ns>,
@@ -53,6 +59,41 @@ pub struct FileCache {
     pub requeued: u64,
     /// Job file regions that name it (several when jobs share a file).
     pub users: u32,
+}
+
+impl FileCache {
+    /// The dirty or writeback extent holding `page`, else the first one
+    /// after it (whole, `seq` 0).
+    fn busy_from(&self, page: u64) -> Option<Extent> {
+        let extent = |(&start, &(end, state)): (&u64, &(u64, PageState))| Extent {
+            start,
+            end,
+            state,
+            seq: 0,
+        };
+        if let Some(e) = self.busy.range(..=page).next_back().map(extent) {
+            if e.end > page {
+                return Some(e);
+            }
+        }
+        self.busy.range(page..).next().map(extent)
+    }
+
+    /// The dirty or writeback extents overlapping `[start, end)`, clipped
+    /// to it, in order, as (start, end, state).
+    fn busy_in(&self, start: u64, end: u64) -> impl Iterator<Item = (u64, u64, PageState)> + '_ {
+        let head = self
+            .busy
+            .range(..start)
+            .next_back()
+            .filter(|(_, &(e, _))| e > start && start < end)
+            .map(move |(_, &(e, st))| (start, e.min(end), st));
+        let rest = self
+            .busy
+            .range(start..end.max(start))
+            .map(move |(&s, &(e, st))| (s, e.min(end), st));
+        head.into_iter().chain(rest)
+    }
 }
 
 /// Page counts (`/proc/meminfo` names in comments).
@@ -170,6 +211,7 @@ impl PageCache {
                     first,
                     end,
                     pages: ExtentMap::new(),
+                    busy: BTreeMap::new(),
                     dirtied_when: None,
                     dirty: 0,
                     writeback_index: first,
@@ -275,6 +317,14 @@ impl PageCache {
         if e.state.is_dirty() {
             add(&mut c.dirty);
             add(&mut fc.dirty);
+        }
+        if e.state.is_dirty() || e.state.is_writeback() {
+            if inserted {
+                fc.busy.insert(e.start, (e.end, e.state));
+            } else {
+                let had = fc.busy.remove(&e.start);
+                debug_assert_eq!(had, Some((e.end, e.state)), "busy extent at {}", e.start);
+            }
         }
         if e.state.is_writeback() {
             add(&mut c.writeback);
@@ -624,7 +674,9 @@ impl PageCache {
         let mut pos = index;
         let mut wrapped = false;
         while taken < max_pages {
-            let next = self.files[file as usize].pages.next_from(pos);
+            // Only dirty pages are taken: the walk visits the dirty and
+            // writeback extents (the kernel's tagged lookup).
+            let next = self.files[file as usize].busy_from(pos);
             let e = match next {
                 Some(e) if e.start < end => e,
                 _ if !wrapped && index > first => {
@@ -668,14 +720,12 @@ impl PageCache {
         runs: &mut Vec<(u64, u64)>,
     ) {
         runs.clear();
-        let mut found = std::mem::take(&mut self.scratch);
-        self.files[file as usize]
-            .pages
-            .overlapping(start, end, &mut found);
-        for e in found.iter().filter(|e| e.state == PageState::Dirty) {
-            push_run(runs, e.start, e.end);
+        for (s, e, _) in self.files[file as usize]
+            .busy_in(start, end)
+            .filter(|&(_, _, st)| st == PageState::Dirty)
+        {
+            push_run(runs, s, e);
         }
-        self.scratch = found;
         self.start_writeback(file, runs);
         let f = &mut self.files[file as usize];
         if f.dirty == 0 {
@@ -685,18 +735,10 @@ impl PageCache {
 
     /// Whether no page of `[start, end)` is dirty or under writeback.
     pub fn clean_range(&self, file: u32, start: u64, end: u64) -> bool {
-        let pages = &self.files[file as usize].pages;
-        let mut pos = start;
-        while let Some(e) = pages.next_from(pos) {
-            if e.start >= end {
-                break;
-            }
-            if e.state.is_dirty() || e.state.is_writeback() {
-                return false;
-            }
-            pos = e.end;
-        }
-        true
+        self.files[file as usize]
+            .busy_in(start, end)
+            .next()
+            .is_none()
     }
 
     /// The dirty pages of `runs` (all dirty) go under writeback.
@@ -725,18 +767,9 @@ impl PageCache {
 
     /// Whether some page of `[start, end)` is under writeback.
     pub fn writeback_in(&self, file: u32, start: u64, end: u64) -> bool {
-        let pages = &self.files[file as usize].pages;
-        let mut pos = start;
-        while let Some(e) = pages.next_from(pos) {
-            if e.start >= end {
-                break;
-            }
-            if e.state.is_writeback() {
-                return true;
-            }
-            pos = e.end;
-        }
-        false
+        self.files[file as usize]
+            .busy_in(start, end)
+            .any(|(_, _, st)| st.is_writeback())
     }
 
     /// `task` sleeps until some writeback completes.

@@ -19,6 +19,16 @@ fn check(c: &PageCache) {
     for f in c.files() {
         f.pages.overlapping(f.first, f.end, &mut v);
         let mut fdirty = 0;
+        // The dirty/writeback index holds exactly the busy extents, whole
+        // (the whole-file query does not clip them).
+        let busy: Vec<(u64, u64, PageState)> = v
+            .iter()
+            .filter(|e| e.state.is_dirty() || e.state.is_writeback())
+            .map(|e| (e.start, e.end, e.state))
+            .collect();
+        let indexed: Vec<(u64, u64, PageState)> =
+            f.busy.iter().map(|(&s, &(e, st))| (s, e, st)).collect();
+        assert_eq!(indexed, busy);
         for e in &v {
             n.cached += e.len();
             if e.state.is_dirty() {
@@ -250,4 +260,41 @@ fn a_deleted_file_drops_its_dirty_pages_once_writeback_ends() {
     let mut inodes = Vec::new();
     c.dirty_inodes(None, &mut inodes);
     assert_eq!(inodes, [1]);
+}
+
+#[test]
+fn the_busy_index_answers_range_queries_clipped() {
+    // Dirty [10, 20) and [30, 40), under writeback [50, 60), clean around.
+    let mut c = cache(1 << 30, &[(0, 4096 * 100)]);
+    let mut miss = Vec::new();
+    c.fetch(0, 0, 100, &mut miss);
+    c.read_done(0, 0, 100, 0);
+    for (s, e) in [(10u64, 20u64), (30, 40), (50, 60)] {
+        c.apply(0, s, e, false, |_| Some(PageState::Dirty));
+    }
+    c.start_writeback(0, &[(50, 60)]);
+    check(&c);
+    let f = &c.files()[0];
+    let got: Vec<_> = f.busy_in(15, 55).collect();
+    assert_eq!(
+        got,
+        [
+            (15, 20, PageState::Dirty),
+            (30, 40, PageState::Dirty),
+            (50, 55, PageState::Writeback)
+        ]
+    );
+    assert_eq!(f.busy_in(20, 30).count(), 0);
+    assert_eq!(f.busy_in(25, 25).count(), 0);
+    assert_eq!(f.busy_from(0).map(|e| (e.start, e.end)), Some((10, 20)));
+    assert_eq!(f.busy_from(12).map(|e| (e.start, e.end)), Some((10, 20)));
+    assert_eq!(f.busy_from(20).map(|e| (e.start, e.end)), Some((30, 40)));
+    assert!(f.busy_from(60).is_none());
+    assert!(c.clean_range(0, 20, 30) && c.clean_range(0, 60, 100));
+    assert!(!c.clean_range(0, 0, 11) && !c.clean_range(0, 59, 61));
+    assert!(c.writeback_in(0, 55, 70) && !c.writeback_in(0, 0, 50));
+    let mut runs = Vec::new();
+    c.take_dirty_range(0, 0, 35, &mut runs);
+    assert_eq!(runs, [(10, 20), (30, 35)]);
+    check(&c);
 }
