@@ -1302,10 +1302,12 @@ fn fio_tasks(
         let seed = stream_seed(base, i as u64 + 1);
         let modelled = spec.ioengine.kind != EngineKind::NotModelled;
         let gen = if modelled {
-            Some(
-                Generator::new(spec, &layouts[i], seed)
-                    .map_err(|e| input(format!("job '{}': {e}", spec.name)))?,
-            )
+            Some(Generator::new(spec, &layouts[i], seed).map_err(|e| {
+                Error::Input(
+                    InputError::new(e.option, format!("job '{}': {}", spec.name, e.message))
+                        .in_file(&jobfile.source),
+                )
+            })?)
         } else {
             None
         };

@@ -211,8 +211,6 @@ pub struct Generator {
     pending_write: bool,
     pending: IoUnit,
     counted: [bool; 3],
-    /// The smallest block of a direction that counts towards the size.
-    min_counted_bs: u64,
     /// `loops=` passes after the current one.
     passes_left: u64,
     /// `io_size` given: when every file is done before it, fio starts
@@ -239,11 +237,31 @@ pub struct Generator {
     verify: Option<Verify>,
 }
 
+/// Why a job's I/O cannot be generated: the fio option at fault (the
+/// error names it, as every bad input's does) and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GenError {
+    pub option: &'static str,
+    pub message: String,
+}
+
+impl GenError {
+    fn at(option: &'static str) -> impl Fn(String) -> GenError {
+        move |message| GenError { option, message }
+    }
+}
+
+impl std::fmt::Display for GenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 impl Generator {
     /// Errors say what is wrong but not which job: the caller names it.
-    pub fn new(spec: &JobSpec, layout: &JobLayout, seed: u64) -> Result<Generator, String> {
+    pub fn new(spec: &JobSpec, layout: &JobLayout, seed: u64) -> Result<Generator, GenError> {
         if layout.files.is_empty() {
-            return Err("no files to do I/O to".to_string());
+            return Err(GenError::at("size")("no files to do I/O to".to_string()));
         }
         let stream = |s: u64| {
             let mut r = ChaCha8Rng::seed_from_u64(seed);
@@ -262,14 +280,17 @@ impl Generator {
         let Sizes { bs, min_bs, align } = sizes(spec, placed, layout)?;
         let random = spec.rw.is_random();
         let groups = Groups::new(placed, &bs, &min_bs, &align);
-        let strided = strided_zones(spec, layout, placed, &min_bs, &align)?;
+        let strided = strided_zones(spec, layout, placed, &min_bs, &align)
+            .map_err(GenError::at("zonerange"))?;
         let rand = if random {
-            random_pickers(spec, layout, &groups, strided.as_ref(), &mut rng_off)?
+            random_pickers(spec, layout, &groups, strided.as_ref(), &mut rng_off)
+                .map_err(GenError::at("random_distribution"))?
         } else {
             Vec::new()
         };
         let zoned = match (random, &spec.random_zones) {
-            (true, Some(zones)) => zoned_pickers(zones, layout, placed, &min_bs, &align)?,
+            (true, Some(zones)) => zoned_pickers(zones, layout, placed, &min_bs, &align)
+                .map_err(GenError::at("random_distribution"))?,
             _ => Vec::new(),
         };
 
@@ -348,12 +369,6 @@ impl Generator {
                 len: 0,
             },
             counted,
-            min_counted_bs: (0..3)
-                .filter(|&i| counted[i])
-                .map(|i| min_bs[i])
-                .min()
-                .unwrap_or(1)
-                .max(1),
             passes_left: if verify_passes {
                 u64::MAX
             } else {
@@ -577,12 +592,15 @@ impl Generator {
             && self.loop_end.saturating_sub(self.done_bytes) >= self.max_bs
     }
 
-    /// Every file is done, or the pass's bytes are, or what is left of them
-    /// is less than a block: fio ends the pass when the next block would not
-    /// fit (`io_u_fits` in io_u.c), so `size=16m bs=3000` does 5592 I/Os.
+    /// Every file is done, or the pass's bytes are: fio's `do_io` goes on
+    /// while fewer bytes than the budget were issued, so the last block may
+    /// overshoot it (fio 3.33: `bs=64k io_size=100k` does 2 writes,
+    /// `bs=1m size=4m io_size=4k` one, `bs=3000 size=16m filesize=32m`
+    /// 5593). A block must fit in its file (`io_u_fits`), which is what
+    /// stops `size=16m bs=3000` at 5592.
     #[inline]
     fn pass_done(&self) -> bool {
-        self.files_left == 0 || self.done_bytes.saturating_add(self.min_counted_bs) > self.loop_end
+        self.files_left == 0 || self.done_bytes >= self.loop_end
     }
 
     /// Start the next pass (after `between_passes`).
@@ -816,13 +834,13 @@ struct Sizes {
 }
 
 /// The job's block sizes, and every region large enough for them.
-fn sizes(spec: &JobSpec, placed: &[Ddir], layout: &JobLayout) -> Result<Sizes, String> {
+fn sizes(spec: &JobSpec, placed: &[Ddir], layout: &JobLayout) -> Result<Sizes, GenError> {
     let mut bs: [BsChooser; 3] = std::array::from_fn(|_| BsChooser::Fixed(4096));
     for d in Ddir::ALL {
         match BsChooser::new(&spec.bs[d.index()], spec.bs_unaligned) {
             Ok(c) => bs[d.index()] = c,
             // Unused directions never pick a size; do not fail on them.
-            Err(e) if placed.contains(&d) => return Err(e),
+            Err(e) if placed.contains(&d) => return Err(GenError::at("bs")(e)),
             Err(_) => {}
         }
     }
@@ -832,11 +850,11 @@ fn sizes(spec: &JobSpec, placed: &[Ddir], layout: &JobLayout) -> Result<Sizes, S
     for &d in placed {
         let i = d.index();
         if min_len < min_bs[i].max(align[i]) {
-            return Err(format!(
+            return Err(GenError::at("size")(format!(
                 "its region ({min_len} bytes) is smaller than the {} block size ({} bytes)",
                 ddir_name(d),
                 min_bs[i].max(align[i])
-            ));
+            )));
         }
     }
     Ok(Sizes { bs, min_bs, align })

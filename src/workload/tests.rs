@@ -535,7 +535,11 @@ fn region_smaller_than_block_is_an_error() {
     let mut s = spec(RwPattern::Read);
     s.bs[0] = BlockSizes::Fixed(1 << 20);
     let e = Generator::new(&s, &one_file(0, 4096), 1).err().unwrap();
-    assert!(e.contains("smaller than the read block size"), "{e}");
+    assert!(
+        e.message.contains("smaller than the read block size"),
+        "{e}"
+    );
+    assert_eq!(e.option, "size");
 }
 
 #[test]
@@ -629,7 +633,7 @@ proptest! {
         let mut g = match Generator::new(&s, &layout, seed) {
             Ok(g) => g,
             // Only a region smaller than the largest alignment may be refused.
-            Err(e) => { prop_assert!(e.contains("smaller"), "{}", e); return Ok(()); }
+            Err(e) => { prop_assert!(e.message.contains("smaller"), "{}", e); return Ok(()); }
         };
         let ddirs = rw.ddirs();
         // Every I/O is at least 512 bytes; trimwrite issues two per block.
@@ -949,7 +953,8 @@ fn zoned_abs_in_bytes() {
     // Zones past the end of the file are an error (fio fails the job).
     let s = zoned_spec("randread", "zoned_abs:50/1m:50/16m");
     let e = Generator::new(&s, &one_file(0, len), 5).err().unwrap();
-    assert!(e.contains("past the end"), "{e}");
+    assert!(e.message.contains("past the end"), "{e}");
+    assert_eq!(e.option, "random_distribution");
 }
 
 #[test]
