@@ -57,6 +57,8 @@ struct Builder {
     iodepth_at: Option<RawOpt>,
     /// Where `end_syncfs` was turned on (fio checks the engine for it).
     end_syncfs_at: Option<RawOpt>,
+    /// Where `size` was set, for fio's check against the smallest block.
+    size_at: Option<RawOpt>,
     zones: ZoneOpts,
     /// `verify=` names a kind of check (not 0) and `do_verify` (default
     /// on): fio runs the read-back only with both.
@@ -122,6 +124,7 @@ impl Builder {
             iopsavgtime_set: false,
             iodepth_at: None,
             end_syncfs_at: None,
+            size_at: None,
             zones: ZoneOpts::default(),
             verify_kind: false,
             do_verify: true,
@@ -216,9 +219,22 @@ impl<'e> Parser<'e> {
         let new_group = b.new_group;
         let iodepth_at = b.iodepth_at.take();
         let end_syncfs_at = b.end_syncfs_at.take();
+        let size_at = b.size_at.take();
         let zones = std::mem::take(&mut b.zones);
         let mut spec = b.finish();
         spec.strided_zones = zones.strided()?;
+        if let (Some(SizeSpec::Bytes(size)), Some(at)) = (spec.size, &size_at) {
+            // fio's fixup_options: a byte size (not a percentage) below
+            // td_min_bs, the smallest block of any direction, used or not.
+            let min_bs = Ddir::ALL.iter().map(|d| spec.bs[d.index()].min()).min();
+            if let Some(min_bs) = min_bs.filter(|&m| size > 0 && size < m) {
+                let msg = format!(
+                    "size too small, must not be less than minimum block size: \
+                     {size} < {min_bs} (fio refuses the job)"
+                );
+                return Err(error(&at.file, at.line, Some(&at.key), msg));
+            }
+        }
         if let (Some((max, why)), Some(at)) = (
             iodepth_limit(&spec.ioengine.name, spec.ioengine.kind),
             &iodepth_at,
@@ -258,6 +274,7 @@ impl<'e> Parser<'e> {
         for clone in 0..spec.numjobs {
             let mut j = spec.clone();
             j.clone_index = clone;
+            j.subjob_number = if clone == 0 { 0 } else { spec.numjobs - clone };
             j.job_index = u32::try_from(self.jobs.len()).unwrap_or(u32::MAX);
             j.group_id = self.group_id;
             j.stonewall = spec.stonewall && clone == 0;
@@ -373,6 +390,9 @@ impl<'e> Parser<'e> {
         }
         if key == Key::IoDepth {
             b.iodepth_at = Some(o.clone());
+        }
+        if key == Key::Size {
+            b.size_at = Some(o.clone());
         }
         if key == Key::EndSyncfs {
             b.end_syncfs_at = b.spec.end_syncfs.then(|| o.clone());

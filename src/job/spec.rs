@@ -75,6 +75,26 @@ pub enum BlockSizes {
     Split(Vec<(u64, u32)>),
 }
 
+impl BlockSizes {
+    /// The smallest size it can choose (0 for a split without weights).
+    pub fn min(&self) -> u64 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range { min, max } => *min.min(max),
+            BlockSizes::Split(v) => v.iter().filter(|e| e.1 > 0).map(|e| e.0).min().unwrap_or(0),
+        }
+    }
+
+    /// The largest size it can choose.
+    pub fn max(&self) -> u64 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range { min, max } => *min.max(max),
+            BlockSizes::Split(v) => v.iter().map(|e| e.0).max().unwrap_or(0),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EngineKind {
     /// One I/O at a time, the task blocks until completion (sync, psync, vsync, pvsync, pvsync2, mmap).
@@ -224,6 +244,10 @@ pub struct JobSpec {
     pub name: String,
     /// 0-based clone number within `numjobs` of this section.
     pub clone_index: u32,
+    /// fio's `subjob_number`: 0 for the section's first job, and counting
+    /// down from `numjobs - 1` for the clones after it (init.c add_job
+    /// numbers them as it creates them); `offset_increment` multiplies it.
+    pub subjob_number: u32,
     /// 0-based index of this job in the whole file (after expansion).
     pub job_index: u32,
     /// Reporting group id (fio's `groupid`), bumped by `stonewall`/`new_group`.
@@ -463,8 +487,12 @@ impl JobSpec {
             let i = d.index();
             let bad = match &self.bs[i] {
                 BlockSizes::Fixed(n) => off(*n).then(|| format!("bs={n}")),
-                BlockSizes::Range { min, max } if self.bs_unaligned || off(*min) || off(*max) => {
+                BlockSizes::Range { min, max } if off(*min) || off(*max) => {
                     Some(format!("bsrange={min}-{max}"))
+                }
+                // Any byte count in the range: all but the aligned ones fail.
+                BlockSizes::Range { min, max } if self.bs_unaligned && min != max => {
+                    Some(format!("bsrange={min}-{max} with blocksize_unaligned=1"))
                 }
                 BlockSizes::Range { .. } => None,
                 BlockSizes::Split(parts) => parts
@@ -498,6 +526,7 @@ impl JobSpec {
         JobSpec {
             name: name.to_string(),
             clone_index: 0,
+            subjob_number: 0,
             job_index: 0,
             group_id: 0,
             stonewall: false,

@@ -106,6 +106,20 @@ fn unknown_option_without_suggestion() {
 }
 
 #[test]
+fn size_below_every_block_size_is_refused_as_fio_does() {
+    // fio 3.33: "size too small, must not be less than minimum block size".
+    let e = err("[global]\nsize=2k\n[job]\nrw=read\nbs=4k\nfilesize=8k\n");
+    assert_eq!((e.line, e.option.as_deref()), (2, Some("size")));
+    assert!(e.message.contains("2048 < 4096"), "{e}");
+    // The smallest block over all three directions, used or not.
+    let f = parse("[job]\nrw=read\nbs=1m,4k\nsize=256k\n").unwrap();
+    assert_eq!(f.jobs.len(), 1);
+    assert!(parse("[job]\nrw=read\nbs=8k,1m\nsize=4k\n").is_err());
+    // A percentage is not checked.
+    assert!(parse("[job]\nrw=read\nbs=8k\nsize=1%\n").is_ok());
+}
+
+#[test]
 fn bad_size_value() {
     let e = err("[global]\nbs=4x\n[job]\n");
     assert_eq!((e.line, e.option.as_deref()), (2, Some("bs")));
@@ -966,7 +980,19 @@ fn direct_io_needs_logical_block_alignment() {
     };
     assert_eq!(j.direct_misalignment(512), None);
     j.bs_unaligned = true;
-    assert!(j.direct_misalignment(512).unwrap().starts_with("bsrange="));
+    assert_eq!(
+        j.direct_misalignment(512).as_deref(),
+        Some("bsrange=4096-65536 with blocksize_unaligned=1")
+    );
+    j.bs[0] = BlockSizes::Range {
+        min: 4096,
+        max: 4096,
+    };
+    assert_eq!(
+        j.direct_misalignment(512),
+        None,
+        "one size, aligned: fio 3.33 runs it"
+    );
     j.bs_unaligned = false;
     j.bs[0] = BlockSizes::Split(vec![(4096, 50), (1000, 50)]);
     assert_eq!(j.direct_misalignment(512).as_deref(), Some("bssplit=1000"));

@@ -13,7 +13,7 @@ use crate::cache::{CacheSetup, PageCache};
 use crate::cgroup::{CgroupError, CgroupTree, CgroupVersion, IoPrio, IoPrioClass, SET_PREFIX};
 use crate::device::{self, Profile};
 use crate::fs::{Ext4, MountOptions};
-use crate::job::{EngineKind, JobFile, JobSpec};
+use crate::job::{BlockSizes, EngineKind, JobFile, JobSpec};
 use crate::kernel::Era;
 use crate::machine::Machine;
 use crate::report::{
@@ -379,9 +379,18 @@ impl Simulation {
         // Files on a mounted ext4 need the page cache's file index even when
         // every job is direct (the file system names files by it).
         let (cache, flusher) = if buffered || cfg.mount.is_some() {
+            // A region inside a longer device also holds the part of it a
+            // last fixed-size block may pass its end by (workload's
+            // `seq_fits`).
             let files: Vec<(u64, u64)> = layouts
                 .iter()
-                .flat_map(|l| l.files.iter().map(|r| (r.start, r.len)))
+                .zip(&jobfile.jobs)
+                .flat_map(|(l, j)| {
+                    let max_bs = j.bs.iter().map(BlockSizes::max).max().unwrap_or(0);
+                    l.files
+                        .iter()
+                        .map(move |r| (r.start, r.len + r.after.min(max_bs)))
+                })
                 .collect();
             let mut cache = PageCache::new(&CacheSetup {
                 memory: cfg.machine.memory,

@@ -722,6 +722,14 @@ impl JobStats {
         *self = fresh;
     }
 
+    /// An I/O completed inside `ramp_time`: its bytes and count only, which
+    /// the reset at the ramp's end drops unless the job ends first.
+    pub fn record_ramp_io(&mut self, ddir: Ddir, bytes: u64) {
+        let ds = &mut self.dirs[ddir.index()];
+        ds.io_bytes += bytes;
+        ds.total_ios += 1;
+    }
+
     /// One completed I/O. `slat` is None for sync engines (fio does not measure it).
     #[inline]
     pub fn record_io(

@@ -9,27 +9,19 @@
 //! unless `filesize=` fixes the length.
 
 use super::{JobLayout, Region};
-use crate::job::{BlockSizes, EngineKind, JobSpec, SizeSpec};
+use crate::job::{EngineKind, JobSpec, SizeSpec};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Files fio creates start on filesystem-block boundaries.
 const FS_BLOCK: u64 = 4096;
 
-fn min_bs_of(bs: &BlockSizes) -> u64 {
-    match bs {
-        BlockSizes::Fixed(b) => *b,
-        BlockSizes::Range { min, max } => *min.min(max),
-        BlockSizes::Split(v) => v.iter().filter(|e| e.1 > 0).map(|e| e.0).min().unwrap_or(0),
-    }
-}
-
 /// Smallest block size over the directions the job uses (at least 1).
 fn job_min_bs(job: &JobSpec) -> u64 {
     job.rw
         .ddirs()
         .iter()
-        .map(|d| min_bs_of(&job.bs[d.index()]))
+        .map(|d| job.bs[d.index()].min())
         .filter(|&b| b > 0)
         .min()
         .unwrap_or(1)
@@ -54,7 +46,7 @@ fn start_offset(job: &JobSpec, whole: u64) -> Result<u64, String> {
         }
     };
     align(job.offset_increment)
-        .checked_mul(job.clone_index as u64)
+        .checked_mul(job.subjob_number as u64)
         .and_then(|inc| inc.checked_add(align(job.offset)))
         .ok_or_else(|| format!("job '{}': offset overflows", job.name))
 }
@@ -68,10 +60,7 @@ pub fn layout(jobs: &[JobSpec], device_bytes: u64) -> Result<Vec<JobLayout>, Str
     for job in jobs {
         if job.ioengine.kind == EngineKind::NotModelled {
             // Network/exec/... engines do no block I/O: nothing to place.
-            out.push(JobLayout {
-                files: Vec::new(),
-                io_bytes: 0,
-            });
+            out.push(JobLayout::new(Vec::new(), 0));
             continue;
         }
         let (files, total) = if job.filenames.is_empty() {
@@ -85,10 +74,16 @@ pub fn layout(jobs: &[JobSpec], device_bytes: u64) -> Result<Vec<JobLayout>, Str
         } else {
             device_files(job, device_bytes)?
         };
+        // With filesize= the files have their own sizes and size= is only
+        // the amount of I/O (fio caps it at the files' total).
+        let pass_bytes = match job.size {
+            Some(s) if job.filenames.is_empty() && job.filesize.is_some() => {
+                resolve(s, device_bytes).min(total)
+            }
+            _ => total,
+        };
         let io_bytes = match (job.io_size, job.size) {
             (Some(s), _) => resolve(s, total),
-            // With filesize= the files have their own sizes and size= is
-            // only the amount of I/O.
             (None, Some(s)) if job.filenames.is_empty() && job.filesize.is_some() => {
                 resolve(s, device_bytes)
             }
@@ -97,7 +92,11 @@ pub fn layout(jobs: &[JobSpec], device_bytes: u64) -> Result<Vec<JobLayout>, Str
         if io_bytes == 0 {
             return Err(format!("job '{}': nothing to do (io_size is 0)", job.name));
         }
-        out.push(JobLayout { files, io_bytes });
+        out.push(JobLayout {
+            files,
+            io_bytes,
+            pass_bytes,
+        });
     }
     if needed > device_bytes as u128 {
         return Err(format!(
@@ -240,7 +239,7 @@ mod tests {
         b.size = Some(SizeSpec::Bytes(2 * GIB));
         b.io_size = Some(SizeSpec::Bytes(10 * GIB));
         let mut c = a.clone();
-        c.clone_index = 3;
+        c.subjob_number = 3;
         c.offset_increment = SizeSpec::Bytes(GIB);
         c.size = Some(SizeSpec::Percent(10.0));
         let l = layout(&[a, b, c], 100 * GIB).unwrap();

@@ -69,6 +69,22 @@ pub struct JobLayout {
     pub files: Vec<Region>,
     /// Bytes of I/O the job does per loop (io_size, else size).
     pub io_bytes: u64,
+    /// fio's `size` once its files are set up (the regions' total, or
+    /// `size=` when `filesize=` sizes the files): a pass ends once it has
+    /// issued this much (`do_io`'s `total_bytes`).
+    pub pass_bytes: u64,
+}
+
+impl JobLayout {
+    /// A layout whose passes are its regions' total.
+    pub fn new(files: Vec<Region>, io_bytes: u64) -> JobLayout {
+        let pass_bytes = files.iter().map(|f| f.len).sum();
+        JobLayout {
+            files,
+            io_bytes,
+            pass_bytes,
+        }
+    }
 }
 
 /// One I/O to issue.
@@ -122,6 +138,9 @@ struct FileState {
     last_end: [u64; 3],
     /// The file goes on past the region (`Region::after` > 0).
     more_after: bool,
+    /// Bytes of the file (or device) past the region: a fixed-size block
+    /// that starts inside the region may end there.
+    after: u64,
     /// fio's `fio_file_done`: this pass has nothing more for the file.
     done: bool,
 }
@@ -194,6 +213,11 @@ pub struct Generator {
     /// Block alignment and minimum size per direction.
     align: [u64; 3],
     min_bs: [u64; 3],
+    /// Per direction: the shortest file a block fits in (its smallest size
+    /// or alignment, whichever is larger). Shorter files are done when the
+    /// direction comes up: fio's `io_u_fits` fails and `set_io_u_file`
+    /// marks the file done.
+    needs: [u64; 3],
     bs: [BsChooser; 3],
     /// Sequential: bytes added after each I/O (`rw=read:64k`, negative = backwards).
     seq_add: i64,
@@ -218,10 +242,18 @@ pub struct Generator {
     more_passes_to_io_size: bool,
     /// The largest block of any direction (fio's `td_max_bs`).
     max_bs: u64,
-    /// Bytes per loop and where the current loop ends: each loop starts
-    /// over from the region start with a fresh random map, as fio does.
+    /// Bytes per loop (io_size, else size): what fio's `keep_running`
+    /// compares the job's bytes with once `loops` are used up.
     loop_bytes: u64,
-    loop_end: u64,
+    /// The job's budget of counted bytes over all its passes (loop_bytes x
+    /// loops): fio's `do_io` runs while fewer were issued
+    /// (`io_issue_bytes_exceeded`, cumulative), so a last pass may be short.
+    budget_end: u64,
+    /// A pass ends once it issued this many bytes of any direction
+    /// (`do_io`'s `bytes_issued >= total_bytes`: size, plus the whole
+    /// budget for a trimwrite, whose trims count too).
+    pass_limit: u64,
+    pass_issued: u64,
     done_bytes: u64,
     max_ios: u64,
     ios: u64,
@@ -277,7 +309,12 @@ impl Generator {
             RwPattern::TrimWrite | RwPattern::RandTrimWrite => &[Ddir::Write],
             p => p.ddirs(),
         };
-        let Sizes { bs, min_bs, align } = sizes(spec, placed, layout)?;
+        let Sizes {
+            bs,
+            min_bs,
+            align,
+            needs,
+        } = sizes(spec, placed, layout)?;
         let random = spec.rw.is_random();
         let groups = Groups::new(placed, &bs, &min_bs, &align);
         let strided = strided_zones(spec, layout, placed, &min_bs, &align)
@@ -330,6 +367,7 @@ impl Generator {
                 seq_next: [RESTART; 3],
                 last_end: [0; 3],
                 more_after: f.after > 0,
+                after: f.after,
                 done: false,
             })
             .collect();
@@ -351,6 +389,7 @@ impl Generator {
             zoned,
             align,
             min_bs,
+            needs,
             bs,
             seq_add: if random {
                 0
@@ -377,12 +416,32 @@ impl Generator {
             more_passes_to_io_size: spec.io_size.is_some(),
             max_bs,
             loop_bytes: layout.io_bytes,
-            loop_end: layout.io_bytes,
+            budget_end: if verify_passes {
+                u64::MAX
+            } else {
+                layout.io_bytes.saturating_mul(loops)
+            },
+            pass_limit: if spec.time_based && !verify_passes {
+                u64::MAX
+            } else if matches!(mode, DdirMode::TrimWrite) {
+                layout
+                    .pass_bytes
+                    .saturating_add(layout.io_bytes.saturating_mul(loops))
+            } else {
+                layout.pass_bytes
+            },
+            pass_issued: 0,
             done_bytes: 0,
-            max_ios: spec
-                .number_ios
-                .filter(|&n| n > 0)
-                .map_or(u64::MAX, |n| n.saturating_mul(loops)),
+            // A trimwrite's trims count too, and fio doubles number_ios
+            // for it (backend.c do_io).
+            max_ios: spec.number_ios.filter(|&n| n > 0).map_or(u64::MAX, |n| {
+                let pairs = if matches!(mode, DdirMode::TrimWrite) {
+                    2
+                } else {
+                    1
+                };
+                n.saturating_mul(loops).saturating_mul(pairs)
+            }),
             ios: 0,
             time_based: spec.time_based && !verify_passes,
             wrapped: Wrapped::None,
@@ -424,26 +483,22 @@ impl Generator {
         if self.ios >= self.max_ios && !self.time_based {
             return None;
         }
-        let ddir = match self.mode {
-            DdirMode::Single(d) => d,
-            DdirMode::Mix { read_pct } => {
-                // Uniform 0..100 from 32 bits; fio's rand_between(1, 100) <= rwmixread.
-                if (self.rng_ddir.next_u32() as u64 * 100) >> 32 < read_pct {
-                    Ddir::Read
-                } else {
-                    Ddir::Write
-                }
+        let (ddir, f, rel, len) = loop {
+            let ddir = self.draw_ddir();
+            // fio's set_io_u_file: a file with nothing left is done, and the
+            // next file is asked, until every file is done.
+            if self.strided.is_some() {
+                let (rel, len) = self.strided_offset(ddir);
+                break (ddir, 0, rel, len);
             }
-            // Placed and sized as the write, which is what counts towards size.
-            DdirMode::TrimWrite => Ddir::Write,
-        };
-        // fio's set_io_u_file: a file with nothing left is done, and the
-        // next file is asked, until every file is done.
-        let (f, rel, len) = if self.strided.is_some() {
-            let (rel, len) = self.strided_offset(ddir);
-            (0, rel, len)
-        } else {
-            self.place_in_files(ddir)?
+            match self.place_in_files(ddir) {
+                Some((f, rel, len)) => break (ddir, f, rel, len),
+                // Only a direction whose block fits no file leaves a
+                // time_based job's files done (its maps and streams wrap):
+                // fio's pass ends, and the next starts while time is left.
+                None if self.time_based => self.next_loop(),
+                None => return None,
+            }
         };
         let file = &mut self.files[f];
         file.last_end[ddir.index()] = rel + len;
@@ -461,6 +516,24 @@ impl Generator {
         Some(io)
     }
 
+    /// The next I/O's direction: fixed, or drawn from `rwmixread`.
+    #[inline]
+    fn draw_ddir(&mut self) -> Ddir {
+        match self.mode {
+            DdirMode::Single(d) => d,
+            DdirMode::Mix { read_pct } => {
+                // Uniform 0..100 from 32 bits; fio's rand_between(1, 100) <= rwmixread.
+                if (self.rng_ddir.next_u32() as u64 * 100) >> 32 < read_pct {
+                    Ddir::Read
+                } else {
+                    Ddir::Write
+                }
+            }
+            // Placed and sized as the write, which is what counts towards size.
+            DdirMode::TrimWrite => Ddir::Write,
+        }
+    }
+
     /// The file, offset (in the file's region) and length of the next I/O:
     /// fio's `set_io_u_file`, where a file with nothing left is done and the
     /// next one is asked. None: every file is done.
@@ -468,7 +541,9 @@ impl Generator {
     fn place_in_files(&mut self, ddir: Ddir) -> Option<(usize, u64, u64)> {
         loop {
             let f = self.file_choice.pick(&self.files);
-            let placed = if self.random {
+            let placed = if self.files[f].len < self.needs[ddir.index()] {
+                None
+            } else if self.random {
                 self.random_offset(f, ddir)
             } else {
                 self.seq_offset(f, ddir)
@@ -576,6 +651,9 @@ impl Generator {
             };
             if io.ddir == Ddir::Write {
                 v.phase = ReadBack::Reading(left - 1);
+                // fio's number_ios counts the read-back's reads too
+                // (`exceeds_number_ios` sums io_blocks of every direction).
+                self.ios += 1;
                 return Some(IoUnit {
                     ddir: Ddir::Read,
                     ..io
@@ -586,21 +664,25 @@ impl Generator {
         None
     }
 
+    /// fio's `keep_running` once `loops` are used up: with `io_size`, while
+    /// the job's bytes are short of it by at least a largest block.
     fn another_pass_to_io_size(&self) -> bool {
         self.more_passes_to_io_size
-            && self.files_left == 0
-            && self.loop_end.saturating_sub(self.done_bytes) >= self.max_bs
+            && self.loop_bytes.saturating_sub(self.done_bytes) >= self.max_bs
     }
 
-    /// Every file is done, or the pass's bytes are: fio's `do_io` goes on
-    /// while fewer bytes than the budget were issued, so the last block may
-    /// overshoot it (fio 3.33: `bs=64k io_size=100k` does 2 writes,
+    /// Every file is done, the job's budget is issued, or the pass's size
+    /// is: fio's `do_io` goes on while fewer bytes were issued, so the last
+    /// block may overshoot (fio 3.33: `bs=64k io_size=100k` does 2 writes,
     /// `bs=1m size=4m io_size=4k` one, `bs=3000 size=16m filesize=32m`
-    /// 5593). A block must fit in its file (`io_u_fits`), which is what
-    /// stops `size=16m bs=3000` at 5592.
+    /// 5593; `bs=12k size=352k loops=4` on a device 30+30+30+28, the
+    /// budget being 4 x 352k). A block must fit in its file, which is what
+    /// stops `size=16m bs=3000` at 5592 on a file of 16 MiB.
     #[inline]
     fn pass_done(&self) -> bool {
-        self.files_left == 0 || self.done_bytes >= self.loop_end
+        self.files_left == 0
+            || self.done_bytes >= self.budget_end
+            || self.pass_issued >= self.pass_limit
     }
 
     /// Start the next pass (after `between_passes`).
@@ -615,10 +697,7 @@ impl Generator {
             self.wrapped = Wrapped::All;
             return;
         }
-        if self.passes_left > 0 {
-            self.passes_left -= 1;
-            self.loop_end = self.done_bytes.saturating_add(self.loop_bytes);
-        }
+        self.passes_left = self.passes_left.saturating_sub(1);
         self.next_loop();
     }
 
@@ -626,6 +705,7 @@ impl Generator {
     #[cold]
     fn next_loop(&mut self) {
         self.wrapped = Wrapped::All;
+        self.pass_issued = 0;
         for f in &mut self.files {
             f.seq_next = [RESTART; 3];
             f.last_end = [0; 3];
@@ -654,6 +734,7 @@ impl Generator {
             }
         }
         self.ios += 1;
+        self.pass_issued += io.len;
         if self.counted[io.ddir.index()] {
             self.done_bytes += io.len;
         }
@@ -674,13 +755,22 @@ impl Generator {
             self.files[f].seq_next[i] = pos + len;
             return Some((pos, len));
         }
-        let file = &mut self.files[f];
+        let file = &self.files[f];
         let mut pos = file.seq_next[i];
-        if pos != RESTART && pos > file.len - min {
+        // Backwards, the stream wraps below a whole block; forwards where a
+        // block may no longer start (fio's time_based reset at io_size, or
+        // a block past the file: the pass ends and the next starts at 0).
+        let wraps = pos != RESTART
+            && if self.seq_add < 0 {
+                pos > file.len - min
+            } else {
+                !self.seq_fits(file, i, pos)
+            };
+        if wraps {
             self.note_wrap(f);
         }
         let file = &mut self.files[f];
-        if pos == RESTART || pos > file.len - min {
+        if pos == RESTART || wraps {
             pos = if self.seq_add < 0 {
                 // Backwards: the last whole block.
                 (file.len - min) / min * min
@@ -710,7 +800,23 @@ impl Generator {
         if pos >= file.len && !file.more_after && self.seq_add > 0 {
             pos = 0;
         }
-        (pos.saturating_add(self.min_bs[i]) <= file.len).then_some(pos)
+        self.seq_fits(file, i, pos).then_some(pos)
+    }
+
+    /// Whether a sequential block may start at `pos` (fio 3.33 io_u.c):
+    /// inside the region (`get_next_offset`: offset < io_size); a fixed
+    /// size then only has to end inside the file or device
+    /// (`fill_io_u` against `real_file_size`), so on a device the last block
+    /// may pass the region's end (`size=1108k bs=128k`: 9 reads); a range
+    /// of sizes needs its smallest to fit the region (`io_u_fits`).
+    #[inline]
+    fn seq_fits(&self, file: &FileState, i: usize, pos: u64) -> bool {
+        match self.bs[i] {
+            BsChooser::Fixed(b) => {
+                pos < file.len && pos.saturating_add(b) <= file.len.saturating_add(file.after)
+            }
+            _ => pos.saturating_add(self.min_bs[i]) <= file.len,
+        }
     }
 
     /// Random: a block from the file's picker; with `rw=randread:N`, the
@@ -794,8 +900,7 @@ impl Generator {
     fn continue_in_file(&self, f: usize, i: usize) -> Continue {
         let file = &self.files[f];
         let pos = file.last_end[i];
-        let fits = pos.saturating_add(self.min_bs[i]) <= file.len;
-        if fits {
+        if self.seq_fits(file, i, pos) {
             Continue::At(pos)
         } else if self.time_based {
             Continue::At(0)
@@ -831,6 +936,7 @@ struct Sizes {
     bs: [BsChooser; 3],
     min_bs: [u64; 3],
     align: [u64; 3],
+    needs: [u64; 3],
 }
 
 /// The job's block sizes, and every region large enough for them.
@@ -846,18 +952,35 @@ fn sizes(spec: &JobSpec, placed: &[Ddir], layout: &JobLayout) -> Result<Sizes, G
     }
     let min_bs = [bs[0].min(), bs[1].min(), bs[2].min()];
     let align = [0, 1, 2].map(|i| spec.blockalign[i].filter(|&a| a > 0).unwrap_or(min_bs[i]));
-    let min_len = layout.files.iter().map(|f| f.len).min().unwrap_or(0);
-    for &d in placed {
-        let i = d.index();
-        if min_len < min_bs[i].max(align[i]) {
-            return Err(GenError::at("size")(format!(
-                "its region ({min_len} bytes) is smaller than the {} block size ({} bytes)",
-                ddir_name(d),
-                min_bs[i].max(align[i])
-            )));
-        }
+    let needs = [0, 1, 2].map(|i| min_bs[i].max(align[i]));
+    // A direction whose block fits no file only ends passes (fio 3.33:
+    // `rw=randrw bs=4k,1m size=256k` reads until it draws a write). When no
+    // direction the job draws fits anywhere, fio does no I/O at all and
+    // says nothing; that is refused here.
+    let max_len = layout.files.iter().map(|f| f.len).max().unwrap_or(0);
+    let drawn = placed.iter().filter(|&&d| match spec.rw {
+        RwPattern::ReadWrite | RwPattern::RandRw => match d {
+            Ddir::Read => spec.rwmixread > 0,
+            _ => spec.rwmixread < 100,
+        },
+        _ => true,
+    });
+    if drawn.clone().all(|d| max_len < needs[d.index()]) {
+        let blocks: Vec<String> = drawn
+            .map(|&d| format!("{} {} bytes", ddir_name(d), needs[d.index()]))
+            .collect();
+        return Err(GenError::at("size")(format!(
+            "its region ({max_len} bytes) is smaller than its block size ({}); \
+             fio would run it and do no I/O",
+            blocks.join(", ")
+        )));
     }
-    Ok(Sizes { bs, min_bs, align })
+    Ok(Sizes {
+        bs,
+        min_bs,
+        align,
+        needs,
+    })
 }
 
 /// Directions share a random picker when their alignment and smallest size
@@ -937,8 +1060,9 @@ fn random_pickers(
         let span = strided.map_or(f.len, |z| z.range().min(f.len + f.after));
         for (g, &(ba, min)) in groups.keys.iter().enumerate() {
             // fio's last_block(): the last start that leaves room for min bs.
-            let usable = span - min.saturating_sub(ba);
-            let n = (usable / ba).min((1 << 62) - 1);
+            let usable = span.saturating_sub(min.saturating_sub(ba));
+            // An empty range (no block fits this file) is never drawn from.
+            let n = (usable / ba).clamp(1, (1 << 62) - 1);
             rand.push(RandomBlocks::new(n, spec, groups.varied[g], rng)?);
         }
     }
@@ -958,7 +1082,7 @@ fn zoned_pickers(
         for d in Ddir::ALL {
             let i = d.index();
             let usable = f.len.saturating_sub(min_bs[i].saturating_sub(align[i]));
-            let n = usable / align[i].max(1);
+            let n = (usable / align[i].max(1)).max(1);
             zoned.push(match ZonedBlocks::new(&zones[i], n, align[i]) {
                 Ok(z) => z,
                 Err(e) if placed.contains(&d) => return Err(e),

@@ -17,10 +17,7 @@ fn spec(rw: RwPattern) -> JobSpec {
 }
 
 fn one_file(start: u64, len: u64) -> JobLayout {
-    JobLayout {
-        files: vec![Region::whole(start, len)],
-        io_bytes: len,
-    }
+    JobLayout::new(vec![Region::whole(start, len)], len)
 }
 
 /// Every I/O of the job, passes included (the fio task starts each pass).
@@ -79,12 +76,13 @@ fn sequential_wraps_with_loops_and_io_size() {
     assert_eq!(ios.len(), 30);
     assert_eq!(ios[10].offset, 0);
     assert_eq!(ios[29].offset, 36 * KIB);
-    // Each loop starts over at the region start, even when io_size stops
-    // short of the region end.
+    // io_size short of the region: the budget is io_size x loops over the
+    // whole job, so the first pass does it all (fio 3.33, size=40k
+    // io_size=8k loops=3: reads at 0-20k, then two empty passes).
     l.io_bytes = 8 * KIB;
     let mut g = Generator::new(&s, &l, 1).unwrap();
     let offs: Vec<u64> = drain(&mut g, 100).iter().map(|io| io.offset).collect();
-    assert_eq!(offs, vec![0, 4096, 0, 4096, 0, 4096]);
+    assert_eq!(offs, (0..6).map(|k| k * 4096).collect::<Vec<u64>>());
     // io_size beyond the region: a pass per region, until io_size is done.
     s.loops = 1;
     s.io_size = Some(SizeSpec::Bytes(100 * KIB));
@@ -164,12 +162,12 @@ fn random_budget_is_one_pass() {
 fn random_loops_start_fresh_passes() {
     let mut s = spec(RwPattern::RandRead);
     s.loops = 2;
-    let mut l = one_file(0, 1000 * 4096);
-    l.io_bytes = 500 * 4096;
+    let l = one_file(0, 500 * 4096);
     let mut g = Generator::new(&s, &l, 3).unwrap();
     let ios = drain(&mut g, usize::MAX);
     assert_eq!(ios.len(), 1000);
-    // Each loop is a new pass: no repeats within a loop, some across loops.
+    // Each loop is a new pass with a fresh map: every block once per loop,
+    // in another order.
     let distinct = |v: &[IoUnit]| {
         let mut o: Vec<u64> = v.iter().map(|io| io.offset).collect();
         o.sort_unstable();
@@ -178,7 +176,17 @@ fn random_loops_start_fresh_passes() {
     };
     assert_eq!(distinct(&ios[..500]), 500);
     assert_eq!(distinct(&ios[500..]), 500);
-    assert!(distinct(&ios) < 1000);
+    assert_eq!(distinct(&ios), 500);
+    assert_ne!(ios[..500], ios[500..]);
+    // io_size short of the region: the budget spans the loops, so the first
+    // pass does it all without repeats (fio 3.33, size=4000k io_size=2000k
+    // loops=2 bs=4k: 1000 distinct reads).
+    let mut l = one_file(0, 1000 * 4096);
+    l.io_bytes = 500 * 4096;
+    let mut g = Generator::new(&s, &l, 3).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    assert_eq!(ios.len(), 1000);
+    assert_eq!(distinct(&ios), 1000);
 }
 
 #[test]
@@ -521,25 +529,73 @@ fn time_based_never_ends() {
 #[test]
 fn multiple_files_round_robin() {
     let s = spec(RwPattern::Read);
-    let l = JobLayout {
-        files: vec![Region::whole(0, 8192), Region::whole(1 << 20, 8192)],
-        io_bytes: 16384,
-    };
+    let l = JobLayout::new(
+        vec![Region::whole(0, 8192), Region::whole(1 << 20, 8192)],
+        16384,
+    );
     let mut g = Generator::new(&s, &l, 1).unwrap();
     let offs: Vec<u64> = drain(&mut g, 100).iter().map(|io| io.offset).collect();
     assert_eq!(offs, vec![0, 1 << 20, 4096, (1 << 20) + 4096]);
 }
 
 #[test]
-fn region_smaller_than_block_is_an_error() {
+fn region_smaller_than_every_block_is_an_error() {
     let mut s = spec(RwPattern::Read);
     s.bs[0] = BlockSizes::Fixed(1 << 20);
     let e = Generator::new(&s, &one_file(0, 4096), 1).err().unwrap();
     assert!(
-        e.message.contains("smaller than the read block size"),
+        e.message
+            .contains("smaller than its block size (read 1048576 bytes)"),
         "{e}"
     );
     assert_eq!(e.option, "size");
+    // Writes fit, but rwmixread=100 never draws one.
+    let mut s = spec(RwPattern::RandRw);
+    s.bs = [
+        BlockSizes::Fixed(1 << 20),
+        BlockSizes::Fixed(4096),
+        BlockSizes::Fixed(4096),
+    ];
+    s.rwmixread = 100;
+    assert!(Generator::new(&s, &one_file(0, 256 * KIB), 1).is_err());
+}
+
+#[test]
+fn a_direction_whose_block_does_not_fit_ends_the_pass_when_drawn() {
+    // fio 3.33, rw=randrw bs=4k,1m size=256k: reads until the first write is
+    // drawn, then the file is done (3 reads with fio's default seed, none
+    // with --randseed=7).
+    let mut s = spec(RwPattern::RandRw);
+    s.bs = [
+        BlockSizes::Fixed(4096),
+        BlockSizes::Fixed(1 << 20),
+        BlockSizes::Fixed(1 << 20),
+    ];
+    let mut lens = Vec::new();
+    for seed in 0..20 {
+        let mut g = Generator::new(&s, &one_file(0, 256 * KIB), seed).unwrap();
+        let ios = drain(&mut g, 1000);
+        assert!(ios.iter().all(|io| io.ddir == Ddir::Read && io.len == 4096));
+        assert_eq!(g.files_left, 0, "seed {seed}: the pass ended on a write");
+        lens.push(ios.len());
+    }
+    // Half the draws are writes: runs of reads are short, and some are 0.
+    assert!(lens.contains(&0), "{lens:?}");
+    assert!(lens.iter().all(|&n| n < 20), "{lens:?}");
+    // time_based: each such end starts a new pass, and reads go on.
+    s.time_based = true;
+    let mut g = Generator::new(&s, &one_file(0, 256 * KIB), 1).unwrap();
+    let ios = drain(&mut g, 500);
+    assert_eq!(ios.len(), 500);
+    assert!(ios.iter().all(|io| io.ddir == Ddir::Read));
+    // A file the write fits in takes the write.
+    let l = JobLayout::new(vec![Region::whole(0, 2 << 20)], 256 * KIB);
+    s.time_based = false;
+    let mut g = Generator::new(&s, &l, 1).unwrap();
+    let ios = drain(&mut g, 1000);
+    assert!(ios
+        .iter()
+        .any(|io| io.ddir == Ddir::Write && io.len == 1 << 20));
 }
 
 #[test]
@@ -629,7 +685,12 @@ proptest! {
         let files: Vec<Region> = (0..nfiles as u64)
             .map(|k| Region::whole(start + k * len, len))
             .collect();
-        let layout = JobLayout { files: files.clone(), io_bytes: len * nfiles as u64 * io_quarters / 4 };
+        let layout = JobLayout::new(files.clone(), len * nfiles as u64 * io_quarters / 4);
+        if io_quarters > 4 {
+            // Bytes beyond the regions are io_size's (layout() gives them
+            // only then).
+            s.io_size = Some(SizeSpec::Bytes(layout.io_bytes));
+        }
         let mut g = match Generator::new(&s, &layout, seed) {
             Ok(g) => g,
             // Only a region smaller than the largest alignment may be refused.
@@ -664,21 +725,31 @@ proptest! {
                 prop_assert_eq!((io.offset - f.start) % ba, 0, "{:?} not aligned to {}", io, ba);
             }
         }
-        // Each pass stops when its next block would not fit: it falls
-        // short of its bytes by less than the smallest block that counts,
+        // fio's amounts: a budget of io_size x loops over the whole job; a
+        // pass per loop of at most size; with io_size beyond size, more
+        // passes while a largest block is left. Each pass stops when its
+        // next block would not fit, falling short by less than a block,
         // unless every file was done first (fio's set_io_u_file).
         let counted: &[Ddir] = if matches!(rw, RwPattern::TrimWrite | RwPattern::RandTrimWrite) {
             &[Ddir::Write]
         } else {
             ddirs
         };
-        let min_counted = counted
+        let max_counted = counted
             .iter()
-            .map(|d| BsChooser::new(&s.bs[d.index()], unaligned).unwrap().min())
-            .min()
+            .map(|d| BsChooser::new(&s.bs[d.index()], unaligned).unwrap().max())
+            .max()
             .unwrap();
+        let loops = loops as u64;
+        let budget = layout.io_bytes * loops;
+        let expected = if s.io_size.is_some() {
+            budget.min((layout.pass_bytes * loops).max(layout.io_bytes))
+        } else {
+            budget
+        };
         prop_assert!(
-            files_done || g.bytes_done() + min_counted * loops as u64 > layout.io_bytes * loops as u64
+            files_done || g.bytes_done() + max_counted * (loops + 1) > expected,
+            "{} bytes of {expected}", g.bytes_done()
         );
     }
 
@@ -1024,14 +1095,14 @@ fn a_pass_ends_when_the_next_block_would_not_fit() {
 }
 
 fn device_part(start: u64, len: u64) -> JobLayout {
-    JobLayout {
-        files: vec![Region {
+    JobLayout::new(
+        vec![Region {
             start,
             len,
             after: 1 << 30,
         }],
-        io_bytes: len,
-    }
+        len,
+    )
 }
 
 #[test]
@@ -1076,10 +1147,10 @@ fn uneven_files_are_done_when_their_maps_are_full() {
     // size are left.
     let s = spec(RwPattern::RandRead);
     let len = (8u64 << 20) / 3;
-    let l = JobLayout {
-        files: (0..3).map(|k| Region::whole(k * len, len)).collect(),
-        io_bytes: 3 * len,
-    };
+    let l = JobLayout::new(
+        (0..3).map(|k| Region::whole(k * len, len)).collect(),
+        3 * len,
+    );
     let mut g = Generator::new(&s, &l, 1).unwrap();
     assert_eq!(drain(&mut g, usize::MAX).len(), 2046);
 }
@@ -1090,10 +1161,10 @@ fn files_smaller_than_size_end_the_job_unless_io_size_asks_for_more() {
     // and the job with it (fio: 287 writes of 64k for three files of
     // 4m-12m with size=40m). With io_size= fio starts another pass.
     let mut s = spec(RwPattern::Write);
-    let l = JobLayout {
-        files: vec![Region::whole(0, 64 * KIB), Region::whole(MIB, 32 * KIB)],
-        io_bytes: 400 * KIB,
-    };
+    let l = JobLayout::new(
+        vec![Region::whole(0, 64 * KIB), Region::whole(MIB, 32 * KIB)],
+        400 * KIB,
+    );
     let mut g = Generator::new(&s, &l, 1).unwrap();
     assert_eq!(drain(&mut g, usize::MAX).len(), 24);
     s.io_size = Some(SizeSpec::Bytes(400 * KIB));
@@ -1108,10 +1179,10 @@ const MIB: u64 = 1 << 20;
 fn two_files(service: FileService) -> Vec<u64> {
     let mut s = spec(RwPattern::Read);
     s.file_service = service;
-    let l = JobLayout {
-        files: vec![Region::whole(0, 16 * KIB), Region::whole(MIB, 16 * KIB)],
-        io_bytes: 32 * KIB,
-    };
+    let l = JobLayout::new(
+        vec![Region::whole(0, 16 * KIB), Region::whole(MIB, 16 * KIB)],
+        32 * KIB,
+    );
     let mut g = Generator::new(&s, &l, 3).unwrap();
     drain(&mut g, usize::MAX)
         .iter()
@@ -1133,10 +1204,10 @@ fn file_service_types_pick_files_as_fio_does() {
     let mut s = spec(RwPattern::RandRead);
     s.file_service = svc(K::Zipf(2.0), 1);
     s.time_based = true;
-    let l = JobLayout {
-        files: (0..8).map(|k| Region::whole(k * MIB, MIB)).collect(),
-        io_bytes: 8 * MIB,
-    };
+    let l = JobLayout::new(
+        (0..8).map(|k| Region::whole(k * MIB, MIB)).collect(),
+        8 * MIB,
+    );
     let mut g = Generator::new(&s, &l, 3).unwrap();
     let first = (0..1000)
         .filter(|_| next_of_job(&mut g).unwrap().offset < MIB)
@@ -1160,14 +1231,14 @@ fn strided_run(
         BlockSizes::Fixed(bs),
     ];
     s.strided_zones = Some(zones);
-    let l = JobLayout {
-        files: vec![Region {
+    let l = JobLayout::new(
+        vec![Region {
             start: offset,
             len: size,
             after: (1 << 30) - offset - size,
         }],
-        io_bytes: size,
-    };
+        size,
+    );
     let mut g = Generator::new(&s, &l, 1).unwrap();
     let ios = drain(&mut g, usize::MAX);
     let mut mibs: Vec<u64> = ios.iter().map(|io| io.offset / MIB).collect();
