@@ -28,8 +28,9 @@ fn journals(dir: &Path) -> usize {
         .unwrap_or(0)
 }
 
-/// Start a lab run with BFQ and changed knobs, wait until fio writes, then
-/// SIGKILL it. Returns the dead lab's pid.
+/// Start a lab run with BFQ (or another scheduler where the kernel lacks
+/// it) and changed knobs, wait until fio writes, then SIGKILL it. Returns
+/// the dead lab's pid.
 fn start_and_kill(dev: &Loop, jobfile: &str, journal_dir: &Path) -> u32 {
     let mut lab = Command::new(BIN)
         .args([
@@ -38,7 +39,7 @@ fn start_and_kill(dev: &Loop, jobfile: &str, journal_dir: &Path) -> u32 {
             "--dev",
             &dev.0,
             "--schedulers",
-            "bfq",
+            &dev.switch_target(),
             "--set",
             "nr_requests=32",
             "--set",
@@ -87,8 +88,10 @@ fn kill_9_leaves_no_fio_and_recover_restores_everything() {
         "fio outlived the lab: {:?}",
         procs_matching(&pattern)
     );
-    // What the killed run left: BFQ, its knobs, its groups, its directory.
-    assert!(dev.read("scheduler").contains("[bfq]"));
+    // What the killed run left: its scheduler, knobs, groups, directory.
+    assert!(dev
+        .read("scheduler")
+        .contains(&format!("[{}]", dev.switch_target())));
     assert_eq!(dev.read("nr_requests"), "32");
     assert_eq!(our_cgroups().len(), cg_before.len() + 2);
     assert_eq!(work_dirs(pid).len(), 1);
@@ -130,7 +133,9 @@ fn the_next_run_restores_a_killed_run_before_taking_its_baseline() {
         "elevator-lab-{pid}-"
     ))
     .is_empty()));
-    assert!(dev.read("scheduler").contains("[bfq]"));
+    assert!(dev
+        .read("scheduler")
+        .contains(&format!("[{}]", dev.switch_target())));
     let short = job(
         dir.path(),
         "short.fio",
@@ -169,6 +174,7 @@ fn ctrl_c_during_settle_starts_no_fio() {
         "r.fio",
         "[r]\nioengine=libaio\ndirect=1\nrw=randread\nbs=4k\nruntime=1\ntime_based=1\n",
     );
+    let target = dev.switch_target();
     let mut lab = Command::new(BIN)
         .args([
             "lab",
@@ -176,7 +182,7 @@ fn ctrl_c_during_settle_starts_no_fio() {
             "--dev",
             &dev.0,
             "--schedulers",
-            "bfq",
+            &target,
             "--settle",
             "6s",
         ])
@@ -187,8 +193,10 @@ fn ctrl_c_during_settle_starts_no_fio() {
         .unwrap();
     let pattern = format!("elevator-lab-{}-", lab.id());
     assert!(
-        wait_for(10.0, || dev.read("scheduler").contains("[bfq]")),
-        "the lab did not switch to bfq"
+        wait_for(10.0, || dev
+            .read("scheduler")
+            .contains(&format!("[{target}]"))),
+        "the lab did not switch to {target}"
     );
     std::thread::sleep(Duration::from_millis(300));
     let k = Command::new("kill")
@@ -225,7 +233,14 @@ fn ctrl_c_during_settle_starts_no_fio() {
 /// Start a lab run on `dev` and wait for fio; returns the lab and its guard's pid.
 fn start_with_guard(dev: &Loop, jobfile: &str, jd: &Path) -> (std::process::Child, u32) {
     let lab = Command::new(BIN)
-        .args(["lab", jobfile, "--dev", &dev.0, "--schedulers", "bfq"])
+        .args([
+            "lab",
+            jobfile,
+            "--dev",
+            &dev.0,
+            "--schedulers",
+            &dev.switch_target(),
+        ])
         .env("ELEVATOR_LAB_JOURNAL_DIR", jd)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

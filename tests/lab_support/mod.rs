@@ -157,6 +157,29 @@ impl Loop {
             .trim()
             .to_string()
     }
+    /// The schedulers the kernel offers for this device (its
+    /// `queue/scheduler` line without the brackets). Kernels differ: some
+    /// builds of these machines' kernel have BFQ, some do not.
+    pub fn offered(&self) -> Vec<String> {
+        self.read("scheduler")
+            .split_whitespace()
+            .map(|s| s.trim_matches(|c| c == '[' || c == ']').to_string())
+            .collect()
+    }
+    pub fn offers(&self, scheduler: &str) -> bool {
+        self.offered().iter().any(|s| s == scheduler)
+    }
+    /// A scheduler to switch to that is not the loop's default (none):
+    /// BFQ when the kernel has it (the one with cgroup weights), else the
+    /// first other one offered.
+    pub fn switch_target(&self) -> String {
+        let offered = self.offered();
+        ["bfq", "kyber", "mq-deadline"]
+            .iter()
+            .find(|s| offered.iter().any(|o| o == *s))
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| panic!("{} offers no scheduler but none: {offered:?}", self.0))
+    }
     pub fn write(&self, attr: &str, v: &str) {
         std::fs::write(self.queue(attr), v).unwrap_or_else(|e| panic!("{attr}={v}: {e}"));
     }
