@@ -997,6 +997,7 @@ fn set(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> Result<(), S
         | Key::IoSize
         | Key::Offset
         | Key::OffsetIncrement
+        | Key::OffsetAlign
         | Key::Filename
         | Key::Directory
         | Key::FileSize
@@ -1288,6 +1289,14 @@ fn set_file_option(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> 
         }
         Key::Offset => s.offset = size_or_percent(val()?, kb)?,
         Key::OffsetIncrement => s.offset_increment = size_or_percent(val()?, kb)?,
+        Key::OffsetAlign => {
+            // fio divides by it (get_start_offset): 0 would be its crash.
+            let a = parse_size(val()?, kb)?;
+            if a == 0 {
+                return Err("must be at least 1 byte".into());
+            }
+            s.offset_align = Some(a);
+        }
         Key::Filename => {
             let names = filenames(val()?);
             if names.is_empty() {

@@ -278,6 +278,9 @@ pub struct JobSpec {
     pub io_size: Option<SizeSpec>,
     pub offset: SizeSpec,
     pub offset_increment: SizeSpec,
+    /// `offset_align`: what a percentage offset (or increment) is rounded
+    /// up to; None rounds to the smallest block size (fio's td_min_bs).
+    pub offset_align: Option<u64>,
     /// `filename`: colon-separated list, escapes resolved. Empty = fio's own files.
     pub filenames: Vec<String>,
     pub directory: Option<String>,
@@ -546,6 +549,7 @@ impl JobSpec {
             io_size: None,
             offset: SizeSpec::Bytes(0),
             offset_increment: SizeSpec::Bytes(0),
+            offset_align: None,
             filenames: Vec::new(),
             directory: None,
             filesize: None,

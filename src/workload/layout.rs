@@ -35,20 +35,35 @@ fn resolve(s: SizeSpec, whole: u64) -> u64 {
     }
 }
 
-/// Start offset inside the file/device. Percentages are aligned down to the
-/// minimum block size, as fio does, so I/O stays aligned.
+/// Start offset inside the file/device of `whole` bytes, as fio 3.33's
+/// `get_start_offset` (filesetup.c) computes it: offset plus the subjob's
+/// share of offset_increment; when either is a percentage (an integer one,
+/// of the file's size), the sum is rounded *up* to `offset_align`, else to
+/// the smallest block size of any direction (`td_min_bs`). So offset=7% of
+/// 1 GiB with bs=1536k starts at 75497472, not 75161600.
 fn start_offset(job: &JobSpec, whole: u64) -> Result<u64, String> {
-    let align = |s: SizeSpec| -> u64 {
-        let b = resolve(s, whole);
-        match s {
-            SizeSpec::Percent(_) => b - b % job_min_bs(job),
-            SizeSpec::Bytes(_) => b,
-        }
-    };
-    align(job.offset_increment)
+    let overflow = || format!("job '{}': offset overflows", job.name);
+    let sum = resolve(job.offset_increment, whole)
         .checked_mul(job.subjob_number as u64)
-        .and_then(|inc| inc.checked_add(align(job.offset)))
-        .ok_or_else(|| format!("job '{}': offset overflows", job.name))
+        .and_then(|inc| inc.checked_add(resolve(job.offset, whole)))
+        .ok_or_else(overflow)?;
+    let percent = |s: SizeSpec| matches!(s, SizeSpec::Percent(_));
+    if !percent(job.offset) && !percent(job.offset_increment) {
+        return Ok(sum);
+    }
+    let align = job.offset_align.unwrap_or_else(|| td_min_bs(job)).max(1);
+    sum.div_ceil(align).checked_mul(align).ok_or_else(overflow)
+}
+
+/// fio's `td_min_bs`: the smallest block size of the three directions,
+/// used or not.
+fn td_min_bs(job: &JobSpec) -> u64 {
+    job.bs
+        .iter()
+        .map(|b| b.min())
+        .filter(|&b| b > 0)
+        .min()
+        .unwrap_or(1)
 }
 
 /// Place every job's files on a device of `device_bytes`.
@@ -82,12 +97,11 @@ pub fn layout(jobs: &[JobSpec], device_bytes: u64) -> Result<Vec<JobLayout>, Str
             }
             _ => total,
         };
-        let io_bytes = match (job.io_size, job.size) {
-            (Some(s), _) => resolve(s, total),
-            (None, Some(s)) if job.filenames.is_empty() && job.filesize.is_some() => {
-                resolve(s, device_bytes)
-            }
-            (None, _) => total,
+        // Without io_size the budget is size, which fio caps at the files'
+        // total too (setup_files: o->size > total_size).
+        let io_bytes = match job.io_size {
+            Some(s) => resolve(s, total),
+            None => pass_bytes,
         };
         if io_bytes == 0 {
             return Err(format!("job '{}': nothing to do (io_size is 0)", job.name));
@@ -140,6 +154,8 @@ fn device_files(job: &JobSpec, device_bytes: u64) -> Result<(Vec<Region>, u64), 
         start,
         len,
         after: device_bytes - (start + len),
+        before: start,
+        later_before: start,
     };
     let files = vec![region; nfiles as usize];
     Ok((files, len * nfiles))
@@ -211,7 +227,8 @@ fn own_files(
         *needed = file_start as u128 + fsize as u128;
         let next = file_start as u128 + fsize.div_ceil(FS_BLOCK) as u128 * FS_BLOCK as u128;
         *cursor = next.min(u64::MAX as u128) as u64;
-        let region = Region::whole(file_start.saturating_add(off), fsize - off);
+        let mut region = Region::in_file(file_start.saturating_add(off), fsize - off, off);
+        region.later_before = start_offset(job, fsize)?.clamp(off, fsize);
         total += region.len;
         files.push(region);
     }
@@ -221,6 +238,7 @@ fn own_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::BlockSizes;
 
     const GIB: u64 = 1 << 30;
     const MIB: u64 = 1 << 20;
@@ -250,7 +268,9 @@ mod tests {
             vec![Region {
                 start: GIB,
                 len: 2 * GIB,
-                after: 97 * GIB
+                after: 97 * GIB,
+                before: GIB,
+                later_before: GIB,
             }]
         );
         assert_eq!(l[1].io_bytes, 10 * GIB);
@@ -259,7 +279,9 @@ mod tests {
             vec![Region {
                 start: 3 * GIB,
                 len: 10 * GIB,
-                after: 87 * GIB
+                after: 87 * GIB,
+                before: 3 * GIB,
+                later_before: 3 * GIB,
             }]
         );
     }
@@ -276,7 +298,9 @@ mod tests {
             Region {
                 start: 0,
                 len: GIB / 2,
-                after: 10 * GIB - GIB / 2
+                after: 10 * GIB - GIB / 2,
+                before: 0,
+                later_before: 0,
             }
         );
         assert_eq!(l[0].io_bytes, GIB);
@@ -301,7 +325,8 @@ mod tests {
         a.filenames = vec!["/dev/sda".into()];
         a.offset = SizeSpec::Percent(33.0);
         let l = layout(&[a], 1_000_000).unwrap();
-        assert_eq!(l[0].files[0].start, 327_680); // 330000 down to 4 KiB
+        // 330000 up to 4 KiB (fio 3.33's get_start_offset rounds up).
+        assert_eq!(l[0].files[0].start, 331_776);
     }
 
     #[test]
@@ -320,7 +345,10 @@ mod tests {
             vec![Region::whole(0, GIB / 2), Region::whole(GIB / 2, GIB / 2)]
         );
         assert_eq!(l[0].io_bytes, GIB);
-        assert_eq!(l[1].files, vec![Region::whole(GIB + 4096, MIB + 100)]);
+        assert_eq!(
+            l[1].files,
+            vec![Region::in_file(GIB + 4096, MIB + 100, 4096)]
+        );
         // b's file (offset + size) is rounded up to a whole filesystem block.
         assert_eq!(l[2].files[0].start, GIB + MIB + 8192);
     }
@@ -396,7 +424,7 @@ mod tests {
         a.size = Some(SizeSpec::Bytes(MIB));
         a.offset = SizeSpec::Bytes(512 * KIB);
         let l = layout(&[a.clone()], GIB).unwrap();
-        assert_eq!(l[0].files, vec![Region::whole(512 * KIB, MIB)]);
+        assert_eq!(l[0].files, vec![Region::in_file(512 * KIB, MIB, 512 * KIB)]);
         // nrfiles=2 offset=256k: two 768 KiB files, 512 KiB from 256k in each.
         let mut z = a.clone();
         z.nrfiles = 2;
@@ -406,22 +434,37 @@ mod tests {
         let second = 768 * KIB + 256 * KIB;
         assert_eq!(
             l[0].files,
-            vec![Region::whole(256 * KIB, half), Region::whole(second, half)]
+            vec![
+                Region::in_file(256 * KIB, half, 256 * KIB),
+                Region::in_file(second, half, 256 * KIB)
+            ]
         );
-        // offset=50% on a new file is 0: all of it.
+        // offset=50% on a new file is 0: all of it; from the second pass
+        // on, half of the file it made.
         let mut y = a.clone();
         y.offset = SizeSpec::Percent(50.0);
+        let mut want = Region::whole(0, MIB);
+        want.later_before = 512 * KIB;
+        assert_eq!(layout(&[y.clone()], GIB).unwrap()[0].files, vec![want]);
+        // Rounded up to the smallest block, or to offset_align.
+        y.offset = SizeSpec::Percent(36.0);
+        y.bs = std::array::from_fn(|_| BlockSizes::Fixed(512));
         assert_eq!(
-            layout(&[y], GIB).unwrap()[0].files,
-            vec![Region::whole(0, MIB)]
+            layout(&[y.clone()], GIB).unwrap()[0].files[0].later_before,
+            377_856
         );
+        y.offset_align = Some(100_000);
+        assert_eq!(layout(&[y], GIB).unwrap()[0].files[0].later_before, 400_000);
         // filesize=1m size=512k offset=256k: inside the file.
         let mut f = a;
         f.filesize = Some((MIB, MIB));
         f.size = Some(SizeSpec::Bytes(512 * KIB));
         f.offset = SizeSpec::Bytes(256 * KIB);
         let l = layout(&[f], GIB).unwrap();
-        assert_eq!(l[0].files, vec![Region::whole(256 * KIB, 768 * KIB)]);
+        assert_eq!(
+            l[0].files,
+            vec![Region::in_file(256 * KIB, 768 * KIB, 256 * KIB)]
+        );
         assert_eq!(l[0].io_bytes, 512 * KIB);
     }
 }

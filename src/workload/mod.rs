@@ -50,15 +50,32 @@ pub struct Region {
     /// random job takes a random block instead (`get_next_seq_offset`
     /// fails: last_pos >= real_file_size). Strided zones go on into it.
     pub after: u64,
+    /// Bytes of the file (or device) before the region: fio's
+    /// `file_offset`, which its hole wrap mixes with relative positions.
+    pub before: u64,
+    /// `before` from the second pass on. fio resolves a percentage offset
+    /// against the file's size, which is 0 before it creates its own file
+    /// and the real size when `clear_io_state` resolves it again for the
+    /// next pass (fio 3.33: `rw=write bs=512 size=80k offset=36% loops=3`
+    /// writes 160 blocks from 0, then 102 from 29696 twice).
+    pub later_before: u64,
 }
 
 impl Region {
     /// A region that is all of its file (fio's own files, a whole device).
     pub fn whole(start: u64, len: u64) -> Region {
+        Region::in_file(start, len, 0)
+    }
+
+    /// A region that ends at its file's end and starts `before` bytes into
+    /// it (fio's own files with `offset=`).
+    pub fn in_file(start: u64, len: u64, before: u64) -> Region {
         Region {
             start,
             len,
             after: 0,
+            before,
+            later_before: before,
         }
     }
 }
@@ -141,6 +158,11 @@ struct FileState {
     /// Bytes of the file (or device) past the region: a fixed-size block
     /// that starts inside the region may end there.
     after: u64,
+    /// Bytes of the file before the region (`Region::before`).
+    before: u64,
+    /// How much further into the file the region starts from the next
+    /// pass on (`Region::later_before`).
+    shift_next_pass: u64,
     /// fio's `fio_file_done`: this pass has nothing more for the file.
     done: bool,
 }
@@ -255,6 +277,10 @@ pub struct Generator {
     pass_limit: u64,
     pass_issued: u64,
     done_bytes: u64,
+    /// Bytes of every direction over all passes, the read-backs' reads
+    /// included: fio's `ddir_rw_sum(td->io_bytes)`, which `keep_running`
+    /// holds against io_size (or size) once `loops` are used up.
+    all_bytes: u64,
     max_ios: u64,
     ios: u64,
     time_based: bool,
@@ -368,6 +394,8 @@ impl Generator {
                 last_end: [0; 3],
                 more_after: f.after > 0,
                 after: f.after,
+                before: f.before,
+                shift_next_pass: f.later_before.saturating_sub(f.before),
                 done: false,
             })
             .collect();
@@ -432,6 +460,7 @@ impl Generator {
             },
             pass_issued: 0,
             done_bytes: 0,
+            all_bytes: 0,
             // A trimwrite's trims count too, and fio doubles number_ios
             // for it (backend.c do_io).
             max_ios: spec.number_ios.filter(|&n| n > 0).map_or(u64::MAX, |n| {
@@ -488,8 +517,16 @@ impl Generator {
             // fio's set_io_u_file: a file with nothing left is done, and the
             // next file is asked, until every file is done.
             if self.strided.is_some() {
-                let (rel, len) = self.strided_offset(ddir);
-                break (ddir, 0, rel, len);
+                if let Some((rel, len)) = self.strided_offset(ddir) {
+                    break (ddir, 0, rel, len);
+                }
+                self.files[0].done = true;
+                self.files_left = 0;
+                if !self.time_based {
+                    return None;
+                }
+                self.next_loop();
+                continue;
             }
             match self.place_in_files(ddir) {
                 Some((f, rel, len)) => break (ddir, f, rel, len),
@@ -560,13 +597,18 @@ impl Generator {
     }
 
     /// A strided job's next I/O (strided.rs): a random block of the current
-    /// zone's range, or where the direction's stream left off in it. The
-    /// zones go on past the region into the rest of the file, so the
-    /// length may reach the file's end. `rw=randread:N` runs and
+    /// zone's range, or where the direction's stream left off in it (after
+    /// its hole, with `rw=write:N`). The zones go on past the region into
+    /// the rest of the file. None: the file is done, as fio 3.33's
+    /// get_next_offset and fill_io_u end it: an offset into the zone at or
+    /// past the region's size (`io_size`), a block past the file's end (no
+    /// wrap: `zonesize=6m zoneskip=4m` reads 616 MiB of a 1 GiB device), or
+    /// a zone's random map used up before its range was done (three 1536k
+    /// blocks in a 5m range: three reads). `rw=randread:N` runs and
     /// `percentage_random` do not apply inside zones.
     #[cold]
     #[inline(never)]
-    fn strided_offset(&mut self, ddir: Ddir) -> (u64, u64) {
+    fn strided_offset(&mut self, ddir: Ddir) -> Option<(u64, u64)> {
         let i = ddir.index();
         let Some(z) = self.strided.as_mut() else {
             unreachable!("strided_offset without zones")
@@ -582,24 +624,38 @@ impl Generator {
         } else if step.restart_streams {
             self.files[0].last_end[i] = zone;
         }
-        let mut pos = if self.random {
+        let pos = if self.random {
             let picker = &mut self.rand[self.group_of[i]];
             if picker.used_up() {
+                // get_next_rand_block: only a time_based job resets the map.
+                if !self.time_based {
+                    return None;
+                }
                 picker.new_pass();
             }
             zone + picker.next(&mut self.rng_off) * self.align[i]
         } else {
-            self.files[0].last_end[i]
+            let last = self.files[0].last_end[i];
+            if last > zone && self.seq_add > 0 {
+                last.saturating_add(self.seq_add as u64)
+            } else {
+                last
+            }
         };
-        if pos.saturating_add(self.min_bs[i]) > room {
-            // A last zone shorter than a block: back to the first zone.
-            pos = 0;
+        // (A time_based stream wraps inside its zone instead, in fio's
+        // get_next_seq_offset; the model lets it go on.)
+        let past_size = pos - zone >= self.files[0].len && !self.time_based;
+        if past_size || pos.saturating_add(self.min_bs[i]) > room {
+            return None;
         }
         let len = self.bs[i].pick(&mut self.rng_bs, room - pos);
+        if pos + len > room {
+            return None;
+        }
         if let Some(z) = self.strided.as_mut() {
             z.after_io(len);
         }
-        (pos, len)
+        Some((pos, len))
     }
 
     /// Files that began a new pass since the last call: fio then drops
@@ -622,14 +678,17 @@ impl Generator {
     /// A pass is done and another is due: fio's `do_io` returns, waits for
     /// the job's in-flight I/O, runs the end-of-pass sync, and `thread_main`
     /// calls it again (backend.c) while `keep_running` says so: for `loops=`,
-    /// or, with `io_size`, when every file was done while at least a largest
-    /// block of it was left. Never for `time_based` jobs, which wrap inside
-    /// one pass.
+    /// then while the job's bytes are short of io_size (or size) by a
+    /// largest block. A pass that moved no bytes ends the job
+    /// (`fio_mark_td_terminate` in thread_main). Never for `time_based`
+    /// jobs, which wrap inside one pass.
     #[inline]
     pub fn between_passes(&self) -> bool {
         !self.time_based
             && self.pass_done()
-            && (self.verify_due() || self.passes_left > 0 || self.another_pass_to_io_size())
+            && (self.verify_due()
+                || (self.pass_issued > 0
+                    && (self.passes_left > 0 || self.another_pass_to_io_size())))
     }
 
     /// The pass's writes are done and are to be read back next: the pass
@@ -652,8 +711,10 @@ impl Generator {
             if io.ddir == Ddir::Write {
                 v.phase = ReadBack::Reading(left - 1);
                 // fio's number_ios counts the read-back's reads too
-                // (`exceeds_number_ios` sums io_blocks of every direction).
+                // (`exceeds_number_ios` sums io_blocks of every direction),
+                // and so does keep_running's byte count.
                 self.ios += 1;
+                self.all_bytes += io.len;
                 return Some(IoUnit {
                     ddir: Ddir::Read,
                     ..io
@@ -664,11 +725,19 @@ impl Generator {
         None
     }
 
-    /// fio's `keep_running` once `loops` are used up: with `io_size`, while
-    /// the job's bytes are short of it by at least a largest block.
+    /// fio's `keep_running` once `loops` are used up: while fewer than
+    /// number_ios were done and the job's bytes of every direction (the
+    /// read-backs' too) are short of io_size, or size, by at least a
+    /// largest block; without io_size only while some file is not done,
+    /// and a read-back's `clear_io_state` marks every file not done again.
+    /// So `rw=write:64k bs=12k size=36m verify=crc32c` on a 36 MiB file
+    /// makes four passes of 485 writes and reads (fio 3.33: 1940 of each),
+    /// and with io_size the read-backs' bytes halve the writes.
     fn another_pass_to_io_size(&self) -> bool {
-        self.more_passes_to_io_size
-            && self.loop_bytes.saturating_sub(self.done_bytes) >= self.max_bs
+        let files_not_done = self.verify.is_some() || self.files_left > 0;
+        self.ios < self.max_ios
+            && (self.more_passes_to_io_size || files_not_done)
+            && self.loop_bytes.saturating_sub(self.all_bytes) >= self.max_bs
     }
 
     /// Every file is done, the job's budget is issued, or the pass's size
@@ -698,6 +767,12 @@ impl Generator {
             return;
         }
         self.passes_left = self.passes_left.saturating_sub(1);
+        for f in &mut self.files {
+            let shift = std::mem::take(&mut f.shift_next_pass);
+            f.start += shift;
+            f.before += shift;
+            f.len = f.len.saturating_sub(shift);
+        }
         self.next_loop();
     }
 
@@ -735,6 +810,7 @@ impl Generator {
         }
         self.ios += 1;
         self.pass_issued += io.len;
+        self.all_bytes += io.len;
         if self.counted[io.ddir.index()] {
             self.done_bytes += io.len;
         }
@@ -793,12 +869,20 @@ impl Generator {
     #[inline]
     fn seq_forward(&self, file: &FileState, i: usize) -> Option<u64> {
         let last = file.last_end[i];
-        if last >= file.len && !file.more_after {
+        // fio's get_next_seq_offset holds the absolute last_pos against
+        // real_file_size, but the relative position after a hole against
+        // it too, and wraps that to file_offset, as a relative position:
+        // so a hole wraps a stream in a file that starts at 0 (fio 3.33:
+        // rw=write:4k bs=4k size=4m nrfiles=3 writes 1024 blocks, wrapping
+        // in each 1398101-byte file) but not one that starts further in
+        // (offset=151m: 171 per file, then each file is done).
+        let real_size = file.before + file.len + file.after;
+        if file.before + last >= real_size {
             return None;
         }
         let mut pos = last + self.seq_add as u64;
-        if pos >= file.len && !file.more_after && self.seq_add > 0 {
-            pos = 0;
+        if pos >= real_size && self.seq_add > 0 {
+            pos = file.before;
         }
         self.seq_fits(file, i, pos).then_some(pos)
     }
@@ -873,6 +957,12 @@ impl Generator {
         };
         let align = self.align[i];
         let pos = block * align;
+        if pos >= file_len {
+            // The region moved in after the map was made (a percentage
+            // offset resolved again): fio's get_next_offset finds the block
+            // past the file's end, and the file is done.
+            return None;
+        }
         let mut len = self.bs[i].pick(&mut self.rng_bs, file_len - pos);
         if self.random_extras && self.zoned.is_empty() {
             let blocks = len.div_ceil(align);

@@ -742,11 +742,17 @@ proptest! {
             .unwrap();
         let loops = loops as u64;
         let budget = layout.io_bytes * loops;
-        let expected = if s.io_size.is_some() {
+        let mut expected = if s.io_size.is_some() {
             budget.min((layout.pass_bytes * loops).max(layout.io_bytes))
         } else {
             budget
         };
+        if counted.len() < ddirs.len() {
+            // trimwrite: a pass ends once its trims and writes together
+            // reach size plus the budget, and keep_running counts the trims
+            // too, so the first pass alone is all that is sure.
+            expected = expected.min((layout.pass_bytes + budget) / 2);
+        }
         prop_assert!(
             files_done || g.bytes_done() + max_counted * (loops + 1) > expected,
             "{} bytes of {expected}", g.bytes_done()
@@ -1100,6 +1106,8 @@ fn device_part(start: u64, len: u64) -> JobLayout {
             start,
             len,
             after: 1 << 30,
+            before: start,
+            later_before: start,
         }],
         len,
     )
@@ -1160,14 +1168,15 @@ fn files_smaller_than_size_end_the_job_unless_io_size_asks_for_more() {
     // filesize= files hold less than size=: each file is done at its end
     // and the job with it (fio: 287 writes of 64k for three files of
     // 4m-12m with size=40m). With io_size= fio starts another pass.
+    // fio caps size at the files' total (setup_files), so the layout's
+    // budget is 96k there.
     let mut s = spec(RwPattern::Write);
-    let l = JobLayout::new(
-        vec![Region::whole(0, 64 * KIB), Region::whole(MIB, 32 * KIB)],
-        400 * KIB,
-    );
+    let files = vec![Region::whole(0, 64 * KIB), Region::whole(MIB, 32 * KIB)];
+    let l = JobLayout::new(files.clone(), 96 * KIB);
     let mut g = Generator::new(&s, &l, 1).unwrap();
     assert_eq!(drain(&mut g, usize::MAX).len(), 24);
     s.io_size = Some(SizeSpec::Bytes(400 * KIB));
+    let l = JobLayout::new(files, 400 * KIB);
     let mut g = Generator::new(&s, &l, 1).unwrap();
     let ios = drain(&mut g, usize::MAX);
     assert_eq!(ios.len(), 100);
@@ -1236,6 +1245,8 @@ fn strided_run(
             start: offset,
             len: size,
             after: (1 << 30) - offset - size,
+            before: offset,
+            later_before: offset,
         }],
         size,
     );
