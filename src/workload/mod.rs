@@ -134,6 +134,11 @@ pub fn state_bytes(spec: &JobSpec) -> u64 {
 /// Marks a sequential stream that must (re)start at its first offset.
 const RESTART: u64 = u64::MAX;
 
+/// Passes in a row without an I/O after which a job ends (fio would go on
+/// forever; a random job's next pass draws again, so a few empty ones are
+/// fio's too).
+const EMPTY_PASSES_MAX: u32 = 1000;
+
 #[derive(Clone, Copy, Debug)]
 enum DdirMode {
     Single(Ddir),
@@ -281,6 +286,8 @@ pub struct Generator {
     /// included: fio's `ddir_rw_sum(td->io_bytes)`, which `keep_running`
     /// holds against io_size (or size) once `loops` are used up.
     all_bytes: u64,
+    /// Passes in a row that issued nothing (`EMPTY_PASSES_MAX`).
+    empty_passes: u32,
     max_ios: u64,
     ios: u64,
     time_based: bool,
@@ -461,6 +468,7 @@ impl Generator {
             pass_issued: 0,
             done_bytes: 0,
             all_bytes: 0,
+            empty_passes: 0,
             // A trimwrite's trims count too, and fio doubles number_ios
             // for it (backend.c do_io).
             max_ios: spec.number_ios.filter(|&n| n > 0).map_or(u64::MAX, |n| {
@@ -679,15 +687,21 @@ impl Generator {
     /// the job's in-flight I/O, runs the end-of-pass sync, and `thread_main`
     /// calls it again (backend.c) while `keep_running` says so: for `loops=`,
     /// then while the job's bytes are short of io_size (or size) by a
-    /// largest block. A pass that moved no bytes ends the job
-    /// (`fio_mark_td_terminate` in thread_main). Never for `time_based`
-    /// jobs, which wrap inside one pass.
+    /// largest block. A job that has moved no bytes at all ends
+    /// (thread_main's `fio_mark_td_terminate`: the counts it looks at are
+    /// the job's, not the pass's), so a later pass may come up empty and
+    /// the next draw again: `randread bs=12k size=1600k io_size=5568k
+    /// zonerange=2m`, whose draws past 1600k end a pass, reads all 5568k in
+    /// fio 3.33. fio would spin on passes that can never move a byte; the
+    /// model stops after `EMPTY_PASSES_MAX` in a row. Never for
+    /// `time_based` jobs, which wrap inside one pass.
     #[inline]
     pub fn between_passes(&self) -> bool {
         !self.time_based
             && self.pass_done()
             && (self.verify_due()
-                || (self.pass_issued > 0
+                || (self.all_bytes > 0
+                    && self.empty_passes < EMPTY_PASSES_MAX
                     && (self.passes_left > 0 || self.another_pass_to_io_size())))
     }
 
@@ -767,6 +781,11 @@ impl Generator {
             return;
         }
         self.passes_left = self.passes_left.saturating_sub(1);
+        if self.pass_issued == 0 {
+            self.empty_passes += 1;
+        } else {
+            self.empty_passes = 0;
+        }
         for f in &mut self.files {
             let shift = std::mem::take(&mut f.shift_next_pass);
             f.start += shift;
