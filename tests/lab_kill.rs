@@ -28,18 +28,21 @@ fn journals(dir: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// `elevator lab JOBFILE` on `dev` with BFQ, or another scheduler where
+/// the kernel lacks it.
+fn lab_on(dev: &Loop, jobfile: &str) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(["lab", jobfile, "--dev", &dev.0, "--schedulers"])
+        .arg(dev.switch_target());
+    c
+}
+
 /// Start a lab run with BFQ (or another scheduler where the kernel lacks
 /// it) and changed knobs, wait until fio writes, then SIGKILL it. Returns
 /// the dead lab's pid.
 fn start_and_kill(dev: &Loop, jobfile: &str, journal_dir: &Path) -> u32 {
-    let mut lab = Command::new(BIN)
+    let mut lab = lab_on(dev, jobfile)
         .args([
-            "lab",
-            jobfile,
-            "--dev",
-            &dev.0,
-            "--schedulers",
-            &dev.switch_target(),
             "--set",
             "nr_requests=32",
             "--set",
@@ -232,15 +235,7 @@ fn ctrl_c_during_settle_starts_no_fio() {
 
 /// Start a lab run on `dev` and wait for fio; returns the lab and its guard's pid.
 fn start_with_guard(dev: &Loop, jobfile: &str, jd: &Path) -> (std::process::Child, u32) {
-    let lab = Command::new(BIN)
-        .args([
-            "lab",
-            jobfile,
-            "--dev",
-            &dev.0,
-            "--schedulers",
-            &dev.switch_target(),
-        ])
+    let lab = lab_on(dev, jobfile)
         .env("ELEVATOR_LAB_JOURNAL_DIR", jd)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
