@@ -1289,14 +1289,8 @@ fn set_file_option(b: &mut Builder, key: Key, def: &OptDef, v: Option<&str>) -> 
         }
         Key::Offset => s.offset = size_or_percent(val()?, kb)?,
         Key::OffsetIncrement => s.offset_increment = size_or_percent(val()?, kb)?,
-        Key::OffsetAlign => {
-            // fio divides by it (get_start_offset): 0 would be its crash.
-            let a = parse_size(val()?, kb)?;
-            if a == 0 {
-                return Err("must be at least 1 byte".into());
-            }
-            s.offset_align = Some(a);
-        }
+        // fio divides by it (get_start_offset): 0 would be its crash.
+        Key::OffsetAlign => s.offset_align = Some(positive_size(val()?, kb)?),
         Key::Filename => {
             let names = filenames(val()?);
             if names.is_empty() {

@@ -9,7 +9,7 @@
 //! unless `filesize=` fixes the length.
 
 use super::{JobLayout, Region};
-use crate::job::{EngineKind, JobSpec, SizeSpec};
+use crate::job::{Ddir, EngineKind, JobSpec, SizeSpec};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -18,8 +18,17 @@ const FS_BLOCK: u64 = 4096;
 
 /// Smallest block size over the directions the job uses (at least 1).
 fn job_min_bs(job: &JobSpec) -> u64 {
-    job.rw
-        .ddirs()
+    min_bs_of(job, job.rw.ddirs())
+}
+
+/// fio's `td_min_bs`: the smallest block size of the three directions,
+/// used or not.
+fn td_min_bs(job: &JobSpec) -> u64 {
+    min_bs_of(job, &Ddir::ALL)
+}
+
+fn min_bs_of(job: &JobSpec, ddirs: &[Ddir]) -> u64 {
+    ddirs
         .iter()
         .map(|d| job.bs[d.index()].min())
         .filter(|&b| b > 0)
@@ -53,17 +62,6 @@ fn start_offset(job: &JobSpec, whole: u64) -> Result<u64, String> {
     }
     let align = job.offset_align.unwrap_or_else(|| td_min_bs(job)).max(1);
     sum.div_ceil(align).checked_mul(align).ok_or_else(overflow)
-}
-
-/// fio's `td_min_bs`: the smallest block size of the three directions,
-/// used or not.
-fn td_min_bs(job: &JobSpec) -> u64 {
-    job.bs
-        .iter()
-        .map(|b| b.min())
-        .filter(|&b| b > 0)
-        .min()
-        .unwrap_or(1)
 }
 
 /// Place every job's files on a device of `device_bytes`.

@@ -264,9 +264,9 @@ pub struct Generator {
     counted: [bool; 3],
     /// `loops=` passes after the current one.
     passes_left: u64,
-    /// `io_size` given: when every file is done before it, fio starts
-    /// another pass (backend.c `keep_running`); without it the job ends.
-    more_passes_to_io_size: bool,
+    /// `io_size` given: fio's `keep_running` starts another pass although
+    /// every file is done; without it only while some file is not.
+    io_size_given: bool,
     /// The largest block of any direction (fio's `td_max_bs`).
     max_bs: u64,
     /// Bytes per loop (io_size, else size): what fio's `keep_running`
@@ -448,7 +448,7 @@ impl Generator {
             } else {
                 loops.saturating_sub(1)
             },
-            more_passes_to_io_size: spec.io_size.is_some(),
+            io_size_given: spec.io_size.is_some(),
             max_bs,
             loop_bytes: layout.io_bytes,
             budget_end: if verify_passes {
@@ -702,7 +702,7 @@ impl Generator {
             && (self.verify_due()
                 || (self.all_bytes > 0
                     && self.empty_passes < EMPTY_PASSES_MAX
-                    && (self.passes_left > 0 || self.another_pass_to_io_size())))
+                    && (self.passes_left > 0 || self.keep_running_after_loops())))
     }
 
     /// The pass's writes are done and are to be read back next: the pass
@@ -747,10 +747,10 @@ impl Generator {
     /// So `rw=write:64k bs=12k size=36m verify=crc32c` on a 36 MiB file
     /// makes four passes of 485 writes and reads (fio 3.33: 1940 of each),
     /// and with io_size the read-backs' bytes halve the writes.
-    fn another_pass_to_io_size(&self) -> bool {
+    fn keep_running_after_loops(&self) -> bool {
         let files_not_done = self.verify.is_some() || self.files_left > 0;
         self.ios < self.max_ios
-            && (self.more_passes_to_io_size || files_not_done)
+            && (self.io_size_given || files_not_done)
             && self.loop_bytes.saturating_sub(self.all_bytes) >= self.max_bs
     }
 
