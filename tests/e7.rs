@@ -205,7 +205,10 @@ fn e7_table() {
     // 30 s expiry, not the background threshold, starts the writeback.
     for (m, gib) in MEMORIES_GIB.iter().enumerate() {
         let (ext4, base) = (wait("ext4 options", m), wait("defaults", m));
-        assert!(ext4 < base, "{gib} GiB: ext4 options {ext4:.1} vs {base:.1} s");
+        assert!(
+            ext4 < base,
+            "{gib} GiB: ext4 options {ext4:.1} vs {base:.1} s"
+        );
     }
     let (e47, d47) = (wait("expire 120 s, interval 60 s", 2), wait("defaults", 2));
     assert!(e47 < 0.9 * d47, "47 GiB: expiry {e47:.1} vs {d47:.1} s");
