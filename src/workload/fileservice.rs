@@ -81,6 +81,16 @@ impl FileChoice {
         self.next_rr = 0;
     }
 
+    /// The random stream as it was before the first pick (`randrepeat`
+    /// reseeds it at every pass).
+    pub(super) fn rng(&self) -> &ChaCha8Rng {
+        &self.rng
+    }
+
+    pub(super) fn reseed(&mut self, rng: ChaCha8Rng) {
+        self.rng = rng;
+    }
+
     /// The file of the next I/O; some file must not be done.
     #[inline]
     pub(super) fn pick(&mut self, files: &[FileState]) -> usize {

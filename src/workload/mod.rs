@@ -27,7 +27,7 @@ pub use layout::layout;
 pub use permute::{LfsrWalker, Mixer, PermWalker};
 pub use rate::RateLimiter;
 
-use crate::job::{Ddir, JobSpec, RwPattern};
+use crate::job::{Ddir, EngineKind, JobSpec, RwPattern};
 use fileservice::FileChoice;
 use offsets::RandomBlocks;
 use rand::{RngCore, SeedableRng};
@@ -283,10 +283,15 @@ pub struct Generator {
     /// loops): fio's `do_io` runs while fewer were issued
     /// (`io_issue_bytes_exceeded`, cumulative), so a last pass may be short.
     budget_end: u64,
-    /// A pass ends once it issued this many bytes of any direction
-    /// (`do_io`'s `bytes_issued >= total_bytes`: size; never for a
-    /// trimwrite).
+    /// A pass ends once it queued this many bytes (`do_io`'s
+    /// `bytes_issued >= total_bytes`: size; never for a trimwrite).
     pass_limit: u64,
+    /// Directions whose bytes count towards `pass_limit`
+    /// (`pass_counted_dirs`).
+    pass_counted: [bool; 3],
+    /// Bytes of the pass that count towards `pass_limit`.
+    pass_queued: u64,
+    /// Bytes of any direction issued in the pass.
     pass_issued: u64,
     done_bytes: u64,
     /// Bytes of every direction over all passes, the read-backs' reads
@@ -306,6 +311,9 @@ pub struct Generator {
     /// fio's `seq_rand_state`: draws for `percentage_random` only, so jobs
     /// without it draw exactly as before.
     rng_seq: ChaCha8Rng,
+    /// `randrepeat` (fio's default): the random streams as the first pass
+    /// began, restored at every later pass.
+    first_pass_rngs: Option<Box<PassRngs>>,
     verify: Option<Verify>,
 }
 
@@ -473,6 +481,8 @@ impl Generator {
             } else {
                 layout.pass_bytes
             },
+            pass_counted: pass_counted_dirs(spec),
+            pass_queued: 0,
             pass_issued: 0,
             done_bytes: 0,
             all_bytes: 0,
@@ -494,8 +504,12 @@ impl Generator {
             rng_bs,
             rng_off,
             rng_seq,
+            first_pass_rngs: None,
             verify: None,
         };
+        if spec.randrepeat {
+            g.first_pass_rngs = Some(Box::new(PassRngs::of(&g)));
+        }
         if verify {
             g.verify = Some(Verify::new(g.clone()));
         }
@@ -503,7 +517,8 @@ impl Generator {
     }
 
     /// The next I/O, or None when the job's I/O budget (size/io_size × loops,
-    /// number_ios) is used up. Never None for `time_based` jobs.
+    /// number_ios) is used up. For a `time_based` job only when a pass
+    /// ended having moved nothing.
     #[inline]
     pub fn next_io(&mut self) -> Option<IoUnit> {
         if self
@@ -533,7 +548,7 @@ impl Generator {
                 }
                 self.files[0].done = true;
                 self.files_left = 0;
-                if !self.time_based {
+                if !self.time_based || self.pass_issued == 0 {
                     return None;
                 }
                 self.next_loop();
@@ -543,8 +558,10 @@ impl Generator {
                 Some(placed) => break placed,
                 // Only a direction whose block fits no file leaves a
                 // time_based job's files done (its maps and streams wrap):
-                // fio's pass ends, and the next starts while time is left.
-                None if self.time_based => self.next_loop(),
+                // fio's pass ends, and the next starts while time is left,
+                // unless this one moved nothing (thread_main then ends the
+                // job: with randrepeat the next would be the same).
+                None if self.time_based && self.pass_issued > 0 => self.next_loop(),
                 None => return None,
             }
         };
@@ -837,7 +854,7 @@ impl Generator {
     fn pass_done(&self) -> bool {
         self.files_left == 0
             || self.done_bytes >= self.budget_end
-            || self.pass_issued >= self.pass_limit
+            || self.pass_queued >= self.pass_limit
     }
 
     /// Start the next pass (after `between_passes`).
@@ -872,6 +889,7 @@ impl Generator {
     fn next_loop(&mut self) {
         self.wrapped = Wrapped::All;
         self.pass_issued = 0;
+        self.pass_queued = 0;
         for f in &mut self.files {
             f.seq_next = [RESTART; 3];
             f.last_end = [0; 3];
@@ -879,8 +897,19 @@ impl Generator {
             f.done = false;
         }
         self.files_left = self.files.len();
-        for r in &mut self.rand {
-            r.new_pass();
+        // fio's clear_io_state reseeds every random stream when
+        // `randrepeat` is set (td_fill_rand_seeds), so each pass draws the
+        // first pass's directions, sizes and offsets again; without it the
+        // streams go on (libfio.c, fio 3.33).
+        if let Some(first) = self.first_pass_rngs.as_deref().cloned() {
+            first.restore(self);
+            for r in &mut self.rand {
+                r.repeat_pass();
+            }
+        } else {
+            for r in &mut self.rand {
+                r.new_pass();
+            }
         }
         self.rand_run_left = 0;
         self.file_choice.restart();
@@ -902,6 +931,9 @@ impl Generator {
         }
         self.ios += 1;
         self.pass_issued += io.len;
+        if self.pass_counted[io.ddir.index()] {
+            self.pass_queued += io.len;
+        }
         self.all_bytes += io.len;
         if self.counted[io.ddir.index()] {
             self.done_bytes += io.len;
@@ -1112,6 +1144,53 @@ impl Generator {
     }
 }
 
+/// A generator's random streams at one moment (`first_pass_rngs`).
+#[derive(Clone, Debug)]
+struct PassRngs {
+    ddir: ChaCha8Rng,
+    bs: ChaCha8Rng,
+    off: ChaCha8Rng,
+    seq: ChaCha8Rng,
+    file: ChaCha8Rng,
+}
+
+impl PassRngs {
+    fn of(g: &Generator) -> PassRngs {
+        PassRngs {
+            ddir: g.rng_ddir.clone(),
+            bs: g.rng_bs.clone(),
+            off: g.rng_off.clone(),
+            seq: g.rng_seq.clone(),
+            file: g.file_choice.rng().clone(),
+        }
+    }
+
+    fn restore(self, g: &mut Generator) {
+        g.rng_ddir = self.ddir;
+        g.rng_bs = self.bs;
+        g.rng_off = self.off;
+        g.rng_seq = self.seq;
+        g.file_choice.reseed(self.file);
+    }
+}
+/// The directions whose bytes end a pass at `size`: fio's `do_io` adds to
+/// `bytes_issued` only what the engine queued (`FIO_Q_QUEUED`), not what
+/// completed inside the call (`FIO_Q_COMPLETED`; backend.c
+/// `io_queue_event`, fio 3.33). A synchronous engine (and `null` at
+/// iodepth 1, which marks itself `FIO_SYNCIO`) completes every call there,
+/// and every engine trims synchronously, so neither ends a pass: such a
+/// pass runs until its files are done or the job's whole budget
+/// (`io_size` x `loops`) is issued. fio 3.33: `rw=randwrite norandommap
+/// loops=2 size=64k` does one pass of 32 writes under psync (one open, the
+/// offsets never repeat) and two of 16 under libaio (reopened, reseeded).
+fn pass_counted_dirs(spec: &JobSpec) -> [bool; 3] {
+    let queues = match spec.ioengine.kind {
+        EngineKind::Sync | EngineKind::NotModelled => false,
+        EngineKind::Null => spec.iodepth != 1,
+        EngineKind::Async | EngineKind::Passthrough => true,
+    };
+    [queues, queues, false]
+}
 /// Per direction: the block size chooser, its smallest size and the block
 /// alignment (`blockalign`, else the smallest size).
 struct Sizes {

@@ -113,7 +113,22 @@ impl RandomBlocks {
     pub fn new_pass(&mut self) {
         match &mut self.src {
             Source::Perm(w) => w.new_pass(),
-            Source::Lfsr(w) => w.new_pass(),
+            Source::Lfsr(w) => w.repeat_pass(),
+            _ => {}
+        }
+        if let Some(m) = &mut self.used {
+            m.clear();
+        }
+        self.drawn = 0;
+    }
+
+    /// Forget which blocks this pass has hit, and draw the first pass's
+    /// blocks again (a new loop with `randrepeat`; the caller restores the
+    /// random stream the draws come from).
+    pub fn repeat_pass(&mut self) {
+        match &mut self.src {
+            Source::Perm(w) => w.repeat_pass(),
+            Source::Lfsr(w) => w.repeat_pass(),
             _ => {}
         }
         if let Some(m) = &mut self.used {
@@ -186,7 +201,7 @@ impl RandomBlocks {
         self.drawn += 1;
         match &mut self.src {
             Source::Perm(w) => w.next(rng),
-            Source::Lfsr(w) => w.next(rng),
+            Source::Lfsr(w) => w.next_value(),
             Source::Uniform => uniform_below(rng.next_u64(), self.n),
             Source::Zipf(z, s) => s.place(z.sample(rng), self.n),
             Source::Pareto(p, s) => s.place(p.sample(rng), self.n),

@@ -80,6 +80,8 @@ pub fn bits_for(n: u64) -> u32 {
 #[derive(Clone, Debug)]
 pub struct PermWalker {
     mixer: Mixer,
+    /// The first pass's key, which `repeat_pass` walks again.
+    first_mixer: Mixer,
     bits: u32,
     n: u64,
     /// 2^bits: the counter walks this domain, outputs >= n are skipped.
@@ -93,8 +95,10 @@ impl PermWalker {
     pub fn new(n: u64, rng: &mut impl RngCore) -> PermWalker {
         assert!(n > 0 && n < 1 << 63, "PermWalker domain 1..2^63");
         let bits = bits_for(n);
+        let mixer = Mixer::new(bits, rng);
         PermWalker {
-            mixer: Mixer::new(bits, rng),
+            first_mixer: mixer.clone(),
+            mixer,
             bits,
             n,
             domain: 1u64 << bits,
@@ -106,6 +110,14 @@ impl PermWalker {
     /// Start a new pass now (fio resets its map at each loop).
     pub fn new_pass(&mut self) {
         self.counter = self.domain;
+    }
+
+    /// Start a new pass that visits the values in the first pass's order
+    /// (fio reseeds at each loop with `randrepeat`).
+    pub fn repeat_pass(&mut self) {
+        self.mixer = self.first_mixer.clone();
+        self.counter = 0;
+        self.passes += 1;
     }
 
     /// Passes begun after the first (the map was used up, or `new_pass`).
@@ -231,6 +243,8 @@ pub struct LfsrWalker {
     steps: u64,
     /// Passes begun after the first.
     passes: u64,
+    /// The first pass's starting state, where `repeat_pass` starts again.
+    first_state: u64,
 }
 
 impl LfsrWalker {
@@ -251,8 +265,10 @@ impl LfsrWalker {
             period,
             steps: period,
             passes: 0,
+            first_state: 1,
         };
         w.restart(rng);
+        w.first_state = w.state;
         w
     }
 
@@ -262,9 +278,15 @@ impl LfsrWalker {
         self.steps = 0;
     }
 
-    /// Start a new pass now (fio resets its map at each loop).
-    pub fn new_pass(&mut self) {
-        self.steps = self.period;
+    /// Start a new pass (a new loop, or the cycle used up) where the first
+    /// began: fio resets the LFSR to the job's block-offset seed whenever
+    /// it resets the file (`fio_file_reset` → `lfsr_reset`, at every open
+    /// and every wrap; filesetup.c, io_u.c, fio 3.33), whatever
+    /// `randrepeat` says.
+    pub fn repeat_pass(&mut self) {
+        self.state = self.first_state;
+        self.steps = 0;
+        self.passes += 1;
     }
 
     /// Passes begun after the first (the cycle was used up, or `new_pass`).
@@ -277,11 +299,10 @@ impl LfsrWalker {
     }
 
     #[inline]
-    pub fn next(&mut self, rng: &mut impl RngCore) -> u64 {
+    pub fn next_value(&mut self) -> u64 {
         loop {
             if self.steps >= self.period {
-                self.restart(rng);
-                self.passes += 1;
+                self.repeat_pass();
             }
             self.state = lfsr_step(self.state, self.mask);
             self.steps += 1;
@@ -368,8 +389,24 @@ mod tests {
         for n in [1u64, 2, 3, 4, 7, 1000, 1023, 1024, 5000] {
             let mut r = rng(n + 7);
             let mut w = LfsrWalker::new(n, &mut r);
-            check_passes(|| w.next(&mut r), n, 3);
+            let orders = check_passes(|| w.next_value(), n, 3);
+            // fio resets the LFSR to the same seed at every wrap.
+            assert_eq!(orders[0], orders[2], "n {n}");
         }
+    }
+
+    #[test]
+    fn perm_walker_repeats_its_first_pass_on_request() {
+        let n = 1000;
+        let mut r = rng(3);
+        let mut w = PermWalker::new(n, &mut r);
+        let first: Vec<u64> = (0..n).map(|_| w.next(&mut r)).collect();
+        w.new_pass();
+        let fresh: Vec<u64> = (0..n).map(|_| w.next(&mut r)).collect();
+        w.repeat_pass();
+        let again: Vec<u64> = (0..n).map(|_| w.next(&mut r)).collect();
+        assert_ne!(first, fresh);
+        assert_eq!(first, again);
     }
 
     #[test]

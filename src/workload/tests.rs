@@ -159,7 +159,7 @@ fn random_budget_is_one_pass() {
 }
 
 #[test]
-fn random_loops_start_fresh_passes() {
+fn random_loops_repeat_their_first_pass_with_randrepeat() {
     let mut s = spec(RwPattern::RandRead);
     s.loops = 2;
     let l = one_file(0, 500 * 4096);
@@ -177,7 +177,16 @@ fn random_loops_start_fresh_passes() {
     assert_eq!(distinct(&ios[..500]), 500);
     assert_eq!(distinct(&ios[500..]), 500);
     assert_eq!(distinct(&ios), 500);
-    assert_ne!(ios[..500], ios[500..]);
+    // randrepeat (the default) reseeds every pass: the same order again
+    // (fio 3.33, rw=randread loops=2 size=64k: 0 11 13 7 ... twice); with
+    // randrepeat=0 the streams go on and the order is new.
+    assert_eq!(ios[..500], ios[500..]);
+    let mut fresh = s.clone();
+    fresh.randrepeat = false;
+    let mut g = Generator::new(&fresh, &l, 3).unwrap();
+    let other = drain(&mut g, usize::MAX);
+    assert_eq!(distinct(&other[500..]), 500);
+    assert_ne!(other[..500], other[500..]);
     // io_size short of the region: the budget spans the loops, so the first
     // pass does it all without repeats (fio 3.33, size=4000k io_size=2000k
     // loops=2 bs=4k: 1000 distinct reads).
@@ -201,6 +210,51 @@ fn norandommap_repeats() {
     offs.dedup();
     // 1000 draws from 1000 blocks hit about 1 - 1/e of them.
     assert!(offs.len() > 560 && offs.len() < 700, "{}", offs.len());
+}
+
+/// fio 3.33, `rw=randwrite norandommap loops=2 size=64k bs=4k` (offsets
+/// from write_iolog): libaio's second pass repeats the first's 16 offsets
+/// (a new pass reseeds), psync's 32 writes are one pass and do not (its
+/// writes complete in the call, so `do_io` never counts them towards size).
+#[test]
+fn only_queued_bytes_end_a_pass() {
+    let offsets = |engine: &str, kind: EngineKind, iodepth: u32| {
+        let mut s = spec(RwPattern::RandWrite);
+        s.norandommap = true;
+        s.loops = 2;
+        s.ioengine = crate::job::IoEngine {
+            name: engine.to_string(),
+            kind,
+        };
+        s.iodepth = iodepth;
+        let mut g = Generator::new(&s, &one_file(0, 64 * KIB), 7).unwrap();
+        let mut passes = 1;
+        let mut offs = Vec::new();
+        loop {
+            if let Some(io) = g.next_io() {
+                offs.push(io.offset);
+                continue;
+            }
+            if !g.between_passes() {
+                break;
+            }
+            g.begin_next_pass();
+            if g.next_io().map(|io| offs.push(io.offset)).is_some() {
+                passes += 1;
+            }
+        }
+        (passes, offs)
+    };
+    let (passes, offs) = offsets("libaio", EngineKind::Async, 1);
+    assert_eq!((passes, offs.len()), (2, 32));
+    assert_eq!(offs[..16], offs[16..]);
+    for (engine, kind) in [("psync", EngineKind::Sync), ("null", EngineKind::Null)] {
+        let (passes, offs) = offsets(engine, kind, 1);
+        assert_eq!((passes, offs.len()), (1, 32), "{engine}");
+        assert_ne!(offs[..16], offs[16..], "{engine}");
+    }
+    // null queues at a depth above 1.
+    assert_eq!(offsets("null", EngineKind::Null, 4).0, 2);
 }
 
 fn top10_share(s: &JobSpec, blocks: u64, draws: usize) -> f64 {
@@ -688,12 +742,22 @@ fn a_direction_whose_block_does_not_fit_ends_the_pass_when_drawn() {
     // Half the draws are writes: runs of reads are short, and some are 0.
     assert!(lens.contains(&0), "{lens:?}");
     assert!(lens.iter().all(|&n| n < 20), "{lens:?}");
-    // time_based: each such end starts a new pass, and reads go on.
+    // time_based: each such end starts a new pass, and reads go on; with
+    // randrepeat every pass is the first again, and a pass that moved
+    // nothing ends the job (fio's thread_main: no bytes, terminate).
     s.time_based = true;
-    let mut g = Generator::new(&s, &one_file(0, 256 * KIB), 1).unwrap();
+    let seed = (0..20)
+        .find(|&k| lens[k as usize] > 0)
+        .expect("a seed with reads");
+    let mut g = Generator::new(&s, &one_file(0, 256 * KIB), seed).unwrap();
     let ios = drain(&mut g, 500);
     assert_eq!(ios.len(), 500);
     assert!(ios.iter().all(|io| io.ddir == Ddir::Read));
+    let first = lens[seed as usize];
+    assert_eq!(ios[..first], ios[first..2 * first]);
+    let none = (0..20).find(|&k| lens[k as usize] == 0).unwrap();
+    let mut g = Generator::new(&s, &one_file(0, 256 * KIB), none).unwrap();
+    assert!(drain(&mut g, 500).is_empty());
     // A file the write fits in takes the write.
     let l = JobLayout::new(vec![Region::whole(0, 2 << 20)], 256 * KIB);
     s.time_based = false;
@@ -1438,8 +1502,14 @@ fn verify_reads_the_pass_back_in_the_order_it_was_written() {
         let at = |v: &[IoUnit]| v.iter().map(|io| (io.offset, io.len)).collect::<Vec<_>>();
         assert_eq!(at(writes), at(reads));
     }
-    // The two passes write in different orders (a fresh random map each).
-    assert_ne!(ios[0].offset, ios[32].offset);
+    // The second pass writes in the first's order (randrepeat reseeds;
+    // fio 3.33 with write_iolog: w0 w11 w13 ... r0 r11 r13 ... w0 w11 ...),
+    // and in another order without it.
+    assert_eq!(ios[..32], ios[32..]);
+    s.randrepeat = false;
+    let mut g = Generator::new(&s, &one_file(0, 64 * KIB), 1).unwrap();
+    let ios = drain(&mut g, usize::MAX);
+    assert_ne!(ios[..32], ios[32..]);
 }
 
 #[test]
