@@ -478,6 +478,13 @@ impl Generator {
                 || matches!(mode, DdirMode::TrimWrite)
             {
                 u64::MAX
+            } else if random && spec.norandommap && spec.rw.ddirs().contains(&Ddir::Write) {
+                // do_io lets a random writer without a map reach io_size
+                // in one pass (`total_bytes = max(size, io_size)`), so
+                // such a pass is not cut and reseeded at size (fio 3.33:
+                // `randwrite norandommap size=64k io_size=128k` is one pass
+                // of 32 writes; the same as randread, two passes of 16).
+                layout.pass_bytes.max(layout.io_bytes)
             } else {
                 layout.pass_bytes
             },

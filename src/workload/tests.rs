@@ -257,6 +257,44 @@ fn only_queued_bytes_end_a_pass() {
     assert_eq!(offsets("null", EngineKind::Null, 4).0, 2);
 }
 
+/// fio 3.33 (write_iolog, libaio): `norandommap size=64k io_size=128k`
+/// is one pass of 32 writes for randwrite (`do_io` lets a random writer
+/// without a map run to io_size) but two passes of 16 reads, the second
+/// repeating the first, for randread.
+#[test]
+fn a_random_writer_without_a_map_runs_to_io_size_in_one_pass() {
+    let passes = |rw: RwPattern| {
+        let mut s = spec(rw);
+        s.norandommap = true;
+        s.ioengine = crate::job::IoEngine {
+            name: "libaio".to_string(),
+            kind: EngineKind::Async,
+        };
+        let mut l = one_file(0, 64 * KIB);
+        l.io_bytes = 128 * KIB;
+        let mut g = Generator::new(&s, &l, 5).unwrap();
+        let (mut passes, mut offs) = (1, Vec::new());
+        loop {
+            if let Some(io) = g.next_io() {
+                offs.push(io.offset);
+                continue;
+            }
+            if !g.between_passes() {
+                break;
+            }
+            g.begin_next_pass();
+            passes += 1;
+        }
+        (passes, offs)
+    };
+    let (n, w) = passes(RwPattern::RandWrite);
+    assert_eq!((n, w.len()), (1, 32));
+    assert_ne!(w[..16], w[16..]);
+    let (n, r) = passes(RwPattern::RandRead);
+    assert_eq!((n, r.len()), (2, 32));
+    assert_eq!(r[..16], r[16..]);
+}
+
 fn top10_share(s: &JobSpec, blocks: u64, draws: usize) -> f64 {
     let mut s = s.clone();
     s.time_based = true;
