@@ -715,7 +715,7 @@ impl Generator {
             self.files[0].last_end = [zone; 3];
             self.files[0].last_start = [NO_START; 3];
             for r in &mut self.rand {
-                r.new_pass();
+                r.start_pass(false);
             }
         } else if step.restart_streams {
             self.files[0].last_end[i] = zone;
@@ -734,7 +734,7 @@ impl Generator {
                 if !self.time_based {
                     return None;
                 }
-                picker.new_pass();
+                picker.start_pass(false);
             }
             zone + picker.next(&mut self.rng_off) * self.align[i]
         } else {
@@ -908,15 +908,12 @@ impl Generator {
         // `randrepeat` is set (td_fill_rand_seeds), so each pass draws the
         // first pass's directions, sizes and offsets again; without it the
         // streams go on (libfio.c, fio 3.33).
+        let repeat = self.first_pass_rngs.is_some();
         if let Some(first) = self.first_pass_rngs.as_deref().cloned() {
             first.restore(self);
-            for r in &mut self.rand {
-                r.repeat_pass();
-            }
-        } else {
-            for r in &mut self.rand {
-                r.new_pass();
-            }
+        }
+        for r in &mut self.rand {
+            r.start_pass(repeat);
         }
         self.rand_run_left = 0;
         self.file_choice.restart();
@@ -1180,6 +1177,7 @@ impl PassRngs {
         g.file_choice.reseed(self.file);
     }
 }
+
 /// The directions whose bytes end a pass at `size`: fio's `do_io` adds to
 /// `bytes_issued` only what the engine queued (`FIO_Q_QUEUED`), not what
 /// completed inside the call (`FIO_Q_COMPLETED`; backend.c
@@ -1198,6 +1196,7 @@ fn pass_counted_dirs(spec: &JobSpec) -> [bool; 3] {
     };
     [queues, queues, false]
 }
+
 /// Per direction: the block size chooser, its smallest size and the block
 /// alignment (`blockalign`, else the smallest size).
 struct Sizes {

@@ -109,25 +109,15 @@ impl RandomBlocks {
         })
     }
 
-    /// Forget which blocks this pass has hit (a new loop).
-    pub fn new_pass(&mut self) {
+    /// Forget which blocks this pass has hit (a new loop, or a wrap). With
+    /// `repeat` the pass draws the first pass's blocks again (a new loop
+    /// with `randrepeat`; the caller restores the stream the draws come
+    /// from); without it the walk gets new keys. An LFSR always starts
+    /// where it first began (`LfsrWalker::repeat_pass`).
+    pub fn start_pass(&mut self, repeat: bool) {
         match &mut self.src {
+            Source::Perm(w) if repeat => w.repeat_pass(),
             Source::Perm(w) => w.new_pass(),
-            Source::Lfsr(w) => w.repeat_pass(),
-            _ => {}
-        }
-        if let Some(m) = &mut self.used {
-            m.clear();
-        }
-        self.drawn = 0;
-    }
-
-    /// Forget which blocks this pass has hit, and draw the first pass's
-    /// blocks again (a new loop with `randrepeat`; the caller restores the
-    /// random stream the draws come from).
-    pub fn repeat_pass(&mut self) {
-        match &mut self.src {
-            Source::Perm(w) => w.repeat_pass(),
             Source::Lfsr(w) => w.repeat_pass(),
             _ => {}
         }
@@ -176,7 +166,7 @@ impl RandomBlocks {
     #[inline(never)]
     fn next_free(&mut self, rng: &mut impl RngCore) -> u64 {
         if self.used.as_ref().is_some_and(UsedMap::is_full) {
-            self.new_pass();
+            self.start_pass(false);
         }
         // fio draws uniformly, with repeats, and a busy block moves the
         // pick to the next free one (get_next_rand_offset: random_map_free,

@@ -76,7 +76,8 @@ pub fn bits_for(n: u64) -> u32 {
 }
 
 /// Visits `0..n` in keyed-random order, every value once per pass, with fresh
-/// keys each pass (fio draws new random numbers for every pass too).
+/// keys each new pass (fio's random numbers go on), or the first pass's keys
+/// again (`repeat_pass`: fio reseeded).
 #[derive(Clone, Debug)]
 pub struct PermWalker {
     mixer: Mixer,
@@ -231,8 +232,9 @@ pub fn lfsr_step(state: u64, mask: u64) -> u64 {
 
 /// fio's `random_generator=lfsr`: a maximal-length Galois LFSR of the
 /// smallest width whose 2^w - 1 nonzero states cover `n` values (state - 1 is
-/// the value), skipping states beyond `n`. Each pass starts at a random state,
-/// which rotates the (fixed) cycle.
+/// the value), skipping states beyond `n`. The first pass starts at a random
+/// state, which rotates the (fixed) cycle, and every later pass starts there
+/// too.
 #[derive(Clone, Debug)]
 pub struct LfsrWalker {
     state: u64,
@@ -263,19 +265,14 @@ impl LfsrWalker {
             width,
             n,
             period,
-            steps: period,
+            steps: 0,
             passes: 0,
             first_state: 1,
         };
-        w.restart(rng);
-        w.first_state = w.state;
-        w
-    }
-
-    fn restart(&mut self, rng: &mut impl RngCore) {
         // Any nonzero state lies on the single maximal cycle.
-        self.state = 1 + rng.next_u64() % self.period;
-        self.steps = 0;
+        w.first_state = 1 + rng.next_u64() % period;
+        w.state = w.first_state;
+        w
     }
 
     /// Start a new pass (a new loop, or the cycle used up) where the first
@@ -289,7 +286,7 @@ impl LfsrWalker {
         self.passes += 1;
     }
 
-    /// Passes begun after the first (the cycle was used up, or `new_pass`).
+    /// Passes begun after the first (the cycle was used up, or `repeat_pass`).
     pub fn passes(&self) -> u64 {
         self.passes
     }

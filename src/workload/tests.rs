@@ -212,6 +212,26 @@ fn norandommap_repeats() {
     assert!(offs.len() > 560 && offs.len() < 700, "{}", offs.len());
 }
 
+/// Every offset of the job, passes included, and how many passes issued
+/// some I/O.
+fn passes_and_offsets(g: &mut Generator) -> (u32, Vec<u64>) {
+    let (mut passes, mut offs, mut in_pass) = (0, Vec::new(), false);
+    loop {
+        match g.next_io() {
+            Some(io) => {
+                passes += u32::from(!in_pass);
+                in_pass = true;
+                offs.push(io.offset);
+            }
+            None if g.between_passes() => {
+                g.begin_next_pass();
+                in_pass = false;
+            }
+            None => return (passes, offs),
+        }
+    }
+}
+
 /// fio 3.33, `rw=randwrite norandommap loops=2 size=64k bs=4k` (offsets
 /// from write_iolog): libaio's second pass repeats the first's 16 offsets
 /// (a new pass reseeds), psync's 32 writes are one pass and do not (its
@@ -228,22 +248,7 @@ fn only_queued_bytes_end_a_pass() {
         };
         s.iodepth = iodepth;
         let mut g = Generator::new(&s, &one_file(0, 64 * KIB), 7).unwrap();
-        let mut passes = 1;
-        let mut offs = Vec::new();
-        loop {
-            if let Some(io) = g.next_io() {
-                offs.push(io.offset);
-                continue;
-            }
-            if !g.between_passes() {
-                break;
-            }
-            g.begin_next_pass();
-            if g.next_io().map(|io| offs.push(io.offset)).is_some() {
-                passes += 1;
-            }
-        }
-        (passes, offs)
+        passes_and_offsets(&mut g)
     };
     let (passes, offs) = offsets("libaio", EngineKind::Async, 1);
     assert_eq!((passes, offs.len()), (2, 32));
@@ -273,19 +278,7 @@ fn a_random_writer_without_a_map_runs_to_io_size_in_one_pass() {
         let mut l = one_file(0, 64 * KIB);
         l.io_bytes = 128 * KIB;
         let mut g = Generator::new(&s, &l, 5).unwrap();
-        let (mut passes, mut offs) = (1, Vec::new());
-        loop {
-            if let Some(io) = g.next_io() {
-                offs.push(io.offset);
-                continue;
-            }
-            if !g.between_passes() {
-                break;
-            }
-            g.begin_next_pass();
-            passes += 1;
-        }
-        (passes, offs)
+        passes_and_offsets(&mut g)
     };
     let (n, w) = passes(RwPattern::RandWrite);
     assert_eq!((n, w.len()), (1, 32));
