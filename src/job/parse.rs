@@ -60,6 +60,7 @@ struct Builder {
     /// Where `size` was set, for fio's check against the smallest block.
     size_at: Option<RawOpt>,
     zones: ZoneOpts,
+    rates: RateOpts,
     /// `verify=` names a kind of check (not 0) and `do_verify` (default
     /// on): fio runs the read-back only with both.
     verify_kind: bool,
@@ -108,6 +109,89 @@ impl ZoneOpts {
     }
 }
 
+/// Where the rate limits were last given a value that is not 0, checked
+/// when the job ends (fio's `fixup_options`).
+#[derive(Clone, Debug, Default)]
+struct RateOpts {
+    rate: Option<RawOpt>,
+    rate_iops: Option<RawOpt>,
+    rate_min: Option<RawOpt>,
+    rate_iops_min: Option<RawOpt>,
+}
+
+impl RateOpts {
+    /// Note option `o` (`name` as the table spells it) if it is a rate
+    /// option; a value of 0 in every direction unsets it, as in fio.
+    fn note(&mut self, name: &str, o: &RawOpt, value: Option<&str>, kb: u32) {
+        let slot = match name {
+            "rate" => &mut self.rate,
+            "rate_iops" => &mut self.rate_iops,
+            "rate_min" => &mut self.rate_min,
+            "rate_iops_min" => &mut self.rate_iops_min,
+            _ => return,
+        };
+        let any = value.is_some_and(|v| {
+            v.split(',')
+                .any(|p| !p.trim().is_empty() && parse_size(p.trim(), kb).map_or(true, |x| x > 0))
+        });
+        *slot = any.then(|| o.clone());
+    }
+
+    /// fio 3.33 refuses `rate` with `rate_iops` (in any directions), and
+    /// `rate_min` with `rate_iops_min`; and its Poisson process divides by
+    /// the I/Os a second a byte rate gives (`usec_for_io`: rate / smallest
+    /// block), so a rate below one block a second cannot run.
+    fn check(&self, spec: &JobSpec) -> Result<(), JobError> {
+        let pairs = [
+            ("rate", &self.rate, "rate_iops", &self.rate_iops),
+            (
+                "rate_min",
+                &self.rate_min,
+                "rate_iops_min",
+                &self.rate_iops_min,
+            ),
+        ];
+        for (bytes_name, bytes, ios_name, ios) in pairs {
+            if let (Some(a), Some(b)) = (bytes, ios) {
+                // Point at the later of the two; name the other.
+                let (later, other) = if (a.file.as_str(), a.line) >= (b.file.as_str(), b.line) {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                let place = if other.line == 0 {
+                    other.file.clone()
+                } else {
+                    format!("{}:{}", other.file, other.line)
+                };
+                let msg = format!(
+                    "{bytes_name} and {ios_name} are mutually exclusive: fio 3.33 refuses a \
+                     job that gives both (the other is set at {place})"
+                );
+                return Err(error(&later.file, later.line, Some(&later.key), msg));
+            }
+        }
+        if spec.rate_process == RateProcess::Poisson {
+            for d in Ddir::ALL {
+                let (Some(rate), Some(at)) = (spec.rate[d.index()], &self.rate) else {
+                    continue;
+                };
+                let min_bs = spec.bs[d.index()].min();
+                if rate < min_bs {
+                    let msg = format!(
+                        "{} rate {rate} B/s is below one block ({min_bs} B) a second: fio's \
+                         rate_process=poisson counts rate / smallest block I/Os a second and \
+                         divides by that 0",
+                        ["read", "write", "trim"][d.index()]
+                    );
+                    return Err(error(&at.file, at.line, Some(&at.key), msg));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Builder {
     fn new() -> Builder {
         let mut spec = JobSpec::with_defaults("");
@@ -126,6 +210,7 @@ impl Builder {
             end_syncfs_at: None,
             size_at: None,
             zones: ZoneOpts::default(),
+            rates: RateOpts::default(),
             verify_kind: false,
             do_verify: true,
         }
@@ -221,8 +306,10 @@ impl<'e> Parser<'e> {
         let end_syncfs_at = b.end_syncfs_at.take();
         let size_at = b.size_at.take();
         let zones = std::mem::take(&mut b.zones);
+        let rates = std::mem::take(&mut b.rates);
         let mut spec = b.finish();
         spec.strided_zones = zones.strided()?;
+        rates.check(&spec)?;
         if let (Some(SizeSpec::Bytes(size)), Some(at)) = (spec.size, &size_at) {
             // fio's fixup_options: a byte size (not a percentage) below
             // td_min_bs, the smallest block of any direction, used or not.
@@ -358,6 +445,7 @@ impl<'e> Parser<'e> {
         if let Some(v) = &value {
             out.push((def.name.to_string(), v.clone()));
         }
+        b.rates.note(def.name, o, value.as_deref(), b.spec.kb_base);
         let Some(key) = def.key else {
             // Not modelled, but fio still checks an on/off option's form.
             if matches!(def.arg, Arg::Bool | Arg::Flag) {

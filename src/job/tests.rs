@@ -413,11 +413,38 @@ fn aliases_and_canonical_names() {
 // ---------------------------------------------------------------- units
 
 #[test]
+fn rate_and_rate_iops_together_are_refused_where_the_second_is_set() {
+    // fio 3.33 fixup_options: "rate and rate_iops are mutually exclusive",
+    // whatever the directions; 0 unsets a limit.
+    let e = err("[global]\nrate_iops=10\n[a]\nrw=read\nrate=,1m\n");
+    assert_eq!((e.line, e.option.as_deref()), (5, Some("rate")), "{e}");
+    assert!(
+        e.message.contains("mutually exclusive") && e.message.contains(":2)"),
+        "{e}"
+    );
+    let e = err("[a]\nrate_min=1m\nrate_iops_min=5\n");
+    assert_eq!(e.option.as_deref(), Some("rate_iops_min"), "{e}");
+    ok("[a]\nrate=0\nrate_iops=10\n");
+    ok("[a]\nrate=1m\n[b]\nrate_iops=10\n");
+}
+
+#[test]
+fn poisson_rate_below_one_block_a_second_is_refused() {
+    // fio divides by rate / min_bs I/Os a second (SIGFPE at 0).
+    let e = err("[a]\nbs=4k\nrate=100\nrate_process=poisson\n");
+    assert!(e.message.contains("below one block"), "{e}");
+    ok("[a]\nbs=4k\nrate=4k\nrate_process=poisson\n");
+    ok("[a]\nbs=4k\nrate=100\n");
+}
+
+#[test]
 fn units_in_options() {
-    let j = &ok("[job]\nsize=(2*1024)m\noffset=10%\noffset_increment=1g\nthinktime=100\n\
-                 ramp_time=2m\nstartdelay=1-5\nfilesize=4m-1m\nrate=1m\nrate_iops=,500\nnumber_ios=1k\n\
-                 randseed=0x1234\n")
-        .jobs[0];
+    let j = &ok(
+        "[job]\nsize=(2*1024)m\noffset=10%\noffset_increment=1g\nthinktime=100\n\
+                 ramp_time=2m\nstartdelay=1-5\nfilesize=4m-1m\nrate=1m\nnumber_ios=1k\n\
+                 randseed=0x1234\n",
+    )
+    .jobs[0];
     assert_eq!(j.size, Some(SizeSpec::Bytes(2 << 30)));
     assert_eq!(j.offset, SizeSpec::Percent(10.0));
     assert_eq!(j.offset_increment, SizeSpec::Bytes(1 << 30));
@@ -426,7 +453,10 @@ fn units_in_options() {
     assert_eq!(j.startdelay, (SEC, 5 * SEC));
     assert_eq!(j.filesize, Some((1 << 20, 4 << 20)));
     assert_eq!(j.rate, [Some(1 << 20); 3]);
-    assert_eq!(j.rate_iops, [None, Some(500), Some(500)]);
+    assert_eq!(
+        ok("[job]\nrate_iops=,500\n").jobs[0].rate_iops,
+        [None, Some(500), Some(500)]
+    );
     assert_eq!(j.number_ios, Some(1024));
     assert_eq!(j.randseed, Some(0x1234));
 
