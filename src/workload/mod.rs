@@ -944,15 +944,20 @@ impl Generator {
         }
     }
 
-    /// Sequential: from the file start (or its end, going backwards), adding
-    /// `seq_add` after each I/O. A `time_based` job, and one going
-    /// backwards, wraps around at either end; otherwise the file is done
-    /// (None) where fio's `get_next_seq_offset` and `get_next_offset` end it.
+    /// Sequential: from the file start, adding `seq_add` after each I/O
+    /// (a negative one steps back: `seq_backward`). A `time_based` job
+    /// wraps around at the region's end; otherwise the file is done (None)
+    /// where fio's `get_next_seq_offset` and `get_next_offset` end it.
     #[inline]
     fn seq_offset(&mut self, f: usize, ddir: Ddir) -> Option<(u64, u64)> {
         let i = ddir.index();
-        let min = self.min_bs[i];
-        if !self.time_based && self.seq_add >= 0 && self.files[f].seq_next[i] != RESTART {
+        if self.seq_add < 0 {
+            let pos = self.seq_backward(f, i)?;
+            let file = &self.files[f];
+            let len = self.bs[i].pick(&mut self.rng_bs, file.len - pos);
+            return Some((pos, len));
+        }
+        if !self.time_based && self.files[f].seq_next[i] != RESTART {
             let file = &self.files[f];
             let pos = self.seq_forward(file, i)?;
             let len = self.bs[i].pick(&mut self.rng_bs, file.len - pos);
@@ -961,32 +966,67 @@ impl Generator {
         }
         let file = &self.files[f];
         let mut pos = file.seq_next[i];
-        // Backwards, the stream wraps below a whole block; forwards where a
-        // block may no longer start (fio's time_based reset at io_size, or
-        // a block past the file: the pass ends and the next starts at 0).
-        let wraps = pos != RESTART
-            && if self.seq_add < 0 {
-                pos > file.len - min
-            } else {
-                !self.seq_fits(file, i, pos)
-            };
+        // A block may no longer start here (fio's time_based reset at
+        // io_size, or a block past the file): the stream starts over at 0.
+        let wraps = pos != RESTART && !self.seq_fits(file, i, pos);
         if wraps {
             self.note_wrap(f);
         }
-        let file = &mut self.files[f];
         if pos == RESTART || wraps {
-            pos = if self.seq_add < 0 {
-                // Backwards: the last whole block.
-                (file.len - min) / min * min
-            } else {
-                0
-            };
+            pos = 0;
         }
+        let file = &mut self.files[f];
         let len = self.bs[i].pick(&mut self.rng_bs, file.len - pos);
-        file.seq_next[i] = (pos + len)
-            .checked_add_signed(self.seq_add)
-            .unwrap_or(RESTART);
+        file.seq_next[i] = (pos + len).saturating_add(self.seq_add.unsigned_abs());
         Some((pos, len))
+    }
+
+    /// A stream with a negative hole (`rw=read:-8k`), as fio 3.33's
+    /// get_next_seq_offset computes it, in fio's mixed coordinates: the
+    /// first I/O is at the region's start, each later one `seq_add` from
+    /// the end of the last, and a step below the file's start wraps to
+    /// `seq_add` before the region's size (io_size, as an offset into the
+    /// file). A region that does not start at the file's start begins
+    /// from there instead. So the stream walks down only when the hole is
+    /// longer than the block: with 4k blocks in a 16k file, `-8k` reads
+    /// blocks 0, 2, 1, 0, 2, 1, ...; `-4k` reads block 0 over and over;
+    /// `-1` reads on forward at 0, 4095, 8190, ... (checked with fio 3.33's
+    /// write_iolog, also with offset=4k). A time_based job with one file
+    /// starts over where a stream passes the region's end.
+    #[cold]
+    fn seq_backward(&mut self, f: usize, i: usize) -> Option<u64> {
+        let single_file = self.files.len() == 1;
+        let file = &mut self.files[f];
+        let real_size = file.before + file.len + file.after;
+        if self.time_based && single_file && file.last_end[i] >= file.len {
+            file.last_end[i] = 0;
+            self.note_wrap(f);
+        }
+        let file = &self.files[f];
+        // fio's last_pos, absolute in the file.
+        let mut last = file.before + file.last_end[i];
+        if last >= real_size {
+            return None;
+        }
+        // "Only rewind if we already hit the end": fio sets last_pos to the
+        // region's size, which it then takes as absolute.
+        let rewind_to = if real_size > file.len {
+            file.len
+        } else {
+            real_size
+        };
+        if last == file.before && file.before != 0 {
+            last = rewind_to;
+        }
+        let mut pos = last.wrapping_sub(file.before);
+        if pos != 0 {
+            pos = pos.wrapping_add_signed(self.seq_add);
+            if pos >= real_size {
+                pos = rewind_to.wrapping_add_signed(self.seq_add);
+            }
+        }
+        // get_next_offset and fill_io_u: inside the region and the file.
+        self.seq_fits(file, i, pos).then_some(pos)
     }
 
     /// A forward stream's next offset after its first I/O, or None when the

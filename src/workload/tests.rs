@@ -94,7 +94,7 @@ fn sequential_wraps_with_loops_and_io_size() {
 }
 
 #[test]
-fn sequential_holes_and_backwards() {
+fn sequential_holes_wrap_to_the_start() {
     let mut s = spec(RwPattern::Read);
     s.rw_modifier = Some(4096);
     let mut g = Generator::new(&s, &one_file(0, 64 * KIB), 1).unwrap();
@@ -103,16 +103,67 @@ fn sequential_holes_and_backwards() {
         .map(|io| io.offset / 4096)
         .collect();
     assert_eq!(offs, vec![0, 2, 4, 6, 8, 10, 12, 14, 0, 2]);
+}
 
-    // fio's backwards-read: rw=read:-8k with 4k blocks walks down.
-    s.rw_modifier = Some(-8192);
-    let mut g = Generator::new(&s, &one_file(0, 16 * KIB), 1).unwrap();
-    s.time_based = true;
-    let offs: Vec<u64> = drain(&mut g, 4).iter().map(|io| io.offset / 4096).collect();
-    assert_eq!(offs, vec![3, 2, 1, 0]);
-    let mut g = Generator::new(&s, &one_file(0, 16 * KIB), 1).unwrap();
-    let offs: Vec<u64> = drain(&mut g, 6).iter().map(|io| io.offset / 4096).collect();
-    assert_eq!(offs, vec![3, 2, 1, 0, 3, 2]);
+/// Offsets (in 4 KiB blocks, or bytes) of a `rw=read:<hole>` job with 4k
+/// blocks: all of them, or the first `max`.
+fn holed_offsets(hole: i64, layout: &JobLayout, time_based: bool, max: usize) -> Vec<u64> {
+    let mut s = spec(RwPattern::Read);
+    s.rw_modifier = Some(hole);
+    s.time_based = time_based;
+    if layout.io_bytes > layout.files.iter().map(|f| f.len).sum() {
+        s.io_size = Some(SizeSpec::Bytes(layout.io_bytes));
+    }
+    let mut g = Generator::new(&s, layout, 1).unwrap();
+    drain(&mut g, max).iter().map(|io| io.offset).collect()
+}
+
+#[test]
+fn negative_holes_step_back_as_fio_does() {
+    // fio 3.33's write_iolog, bs=4k on a 16 KiB file: a hole longer than
+    // the block walks down and wraps to the top less the hole.
+    let file = one_file(0, 16 * KIB);
+    let blocks = |v: Vec<u64>| v.iter().map(|o| o / 4096).collect::<Vec<_>>();
+    assert_eq!(blocks(holed_offsets(-8192, &file, false, 99)), [0, 2, 1, 0]);
+    assert_eq!(
+        blocks(holed_offsets(-8192, &file, true, 7)),
+        [0, 2, 1, 0, 2, 1, 0]
+    );
+    // -6k with io_size=40k: 0 10240 8192 6144 4096 2048 0 10240 8192 6144.
+    let longer = JobLayout::new(vec![Region::whole(0, 16 * KIB)], 40 * KIB);
+    assert_eq!(
+        holed_offsets(-6144, &longer, false, 99),
+        [0, 10240, 8192, 6144, 4096, 2048, 0, 10240, 8192, 6144]
+    );
+    // A hole as long as the block reads block 0 again and again.
+    assert_eq!(blocks(holed_offsets(-4096, &file, false, 99)), [0; 4]);
+    // A hole shorter than the block still goes forward; with io_size=64k
+    // the pass ends where a block no longer fits, and starts over.
+    let sixty_four = JobLayout::new(vec![Region::whole(0, 16 * KIB)], 64 * KIB);
+    assert_eq!(
+        holed_offsets(-1, &sixty_four, false, 8),
+        [0, 4095, 8190, 12285, 0, 4095, 8190, 12285]
+    );
+    // offset=4k size=12k of the 16 KiB file: the stream starts from the
+    // region's size taken as an offset into the file (4096 8192 4096), and
+    // with -1 every pass is the one block at 12287.
+    let inner = |io: u64| {
+        JobLayout::new(
+            vec![Region {
+                start: 4096,
+                len: 12 * KIB,
+                after: 0,
+                before: 4096,
+                later_before: 4096,
+            }],
+            io,
+        )
+    };
+    assert_eq!(
+        holed_offsets(-8192, &inner(12 * KIB), false, 99),
+        [4096, 8192, 4096]
+    );
+    assert_eq!(holed_offsets(-1, &inner(64 * KIB), false, 4), [12287; 4]);
 }
 
 fn check_full_coverage(gen: RandomGenerator) {
@@ -898,8 +949,10 @@ proptest! {
             Err(e) => { prop_assert!(e.message.contains("smaller"), "{}", e); return Ok(()); }
         };
         let ddirs = rw.ddirs();
-        // Every I/O is at least 512 bytes; trimwrite issues two per block.
-        let limit = 2 * layout.io_bytes * loops as u64 / 512 + 2 * loops as u64;
+        // Every I/O is at least 512 bytes; trimwrite issues two per block,
+        // and the last block may run past a budget that is no multiple of
+        // 512 (then a trim may follow it).
+        let limit = 2 * layout.io_bytes.div_ceil(512) * loops as u64 + 2 * loops as u64;
         let mut n = 0;
         let mut files_done = false;
         while let Some(io) = next_of_job_noting(&mut g, &mut files_done) {
