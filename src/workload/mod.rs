@@ -183,6 +183,14 @@ struct FileState {
     done: bool,
 }
 
+impl FileState {
+    /// fio's `real_file_size`: the whole file (or device), region included.
+    #[inline]
+    fn real_size(&self) -> u64 {
+        self.before + self.len + self.after
+    }
+}
+
 /// The next offset of a stream that continues from its last I/O.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Continue {
@@ -634,7 +642,7 @@ impl Generator {
         }
         let len = file.last_end[t] - start;
         let rel = file.before + start;
-        let real_size = file.before + file.len + file.after;
+        let real_size = file.real_size();
         if rel >= file.len || file.before + rel + len > real_size {
             return None;
         }
@@ -977,7 +985,8 @@ impl Generator {
         }
         let file = &mut self.files[f];
         let len = self.bs[i].pick(&mut self.rng_bs, file.len - pos);
-        file.seq_next[i] = (pos + len).saturating_add(self.seq_add.unsigned_abs());
+        // seq_add >= 0 here (a negative one went to seq_backward).
+        file.seq_next[i] = (pos + len).saturating_add(self.seq_add as u64);
         Some((pos, len))
     }
 
@@ -997,7 +1006,7 @@ impl Generator {
     fn seq_backward(&mut self, f: usize, i: usize) -> Option<u64> {
         let single_file = self.files.len() == 1;
         let file = &mut self.files[f];
-        let real_size = file.before + file.len + file.after;
+        let real_size = file.real_size();
         if self.time_based && single_file && file.last_end[i] >= file.len {
             file.last_end[i] = 0;
             self.note_wrap(f);
@@ -1009,20 +1018,16 @@ impl Generator {
             return None;
         }
         // "Only rewind if we already hit the end": fio sets last_pos to the
-        // region's size, which it then takes as absolute.
-        let rewind_to = if real_size > file.len {
-            file.len
-        } else {
-            real_size
-        };
+        // smaller of io_size and real_file_size (the region's size, as the
+        // file holds it), which it then takes as absolute.
         if last == file.before && file.before != 0 {
-            last = rewind_to;
+            last = file.len;
         }
         let mut pos = last.wrapping_sub(file.before);
         if pos != 0 {
             pos = pos.wrapping_add_signed(self.seq_add);
             if pos >= real_size {
-                pos = rewind_to.wrapping_add_signed(self.seq_add);
+                pos = file.len.wrapping_add_signed(self.seq_add);
             }
         }
         // get_next_offset and fill_io_u: inside the region and the file.
@@ -1044,7 +1049,7 @@ impl Generator {
         // rw=write:4k bs=4k size=4m nrfiles=3 writes 1024 blocks, wrapping
         // in each 1398101-byte file) but not one that starts further in
         // (offset=151m: 171 per file, then each file is done).
-        let real_size = file.before + file.len + file.after;
+        let real_size = file.real_size();
         if file.before + last >= real_size {
             return None;
         }
