@@ -184,6 +184,21 @@ struct FileState {
 }
 
 impl FileState {
+    fn new(f: &Region) -> FileState {
+        FileState {
+            start: f.start,
+            len: f.len,
+            seq_next: [RESTART; 3],
+            last_end: [0; 3],
+            last_start: [NO_START; 3],
+            more_after: f.after > 0,
+            after: f.after,
+            before: f.before,
+            shift_next_pass: f.later_before.saturating_sub(f.before),
+            done: false,
+        }
+    }
+
     /// fio's `real_file_size`: the whole file (or device), region included.
     #[inline]
     fn real_size(&self) -> u64 {
@@ -339,6 +354,66 @@ impl GenError {
     }
 }
 
+impl DdirMode {
+    fn of(spec: &JobSpec) -> DdirMode {
+        match spec.rw {
+            RwPattern::ReadWrite | RwPattern::RandRw => DdirMode::Mix {
+                read_pct: spec.rwmixread.min(100) as u64,
+            },
+            RwPattern::TrimWrite | RwPattern::RandTrimWrite => DdirMode::TrimWrite,
+            p => DdirMode::Single(p.ddirs()[0]),
+        }
+    }
+}
+
+/// The directions whose bytes count against size: fio counts only the
+/// write half of a trimwrite.
+fn counted_dirs(spec: &JobSpec, mode: DdirMode) -> [bool; 3] {
+    let mut counted = [false; 3];
+    for &d in spec.rw.ddirs() {
+        counted[d.index()] = true;
+    }
+    if matches!(mode, DdirMode::TrimWrite) {
+        counted[Ddir::Trim.index()] = false;
+    }
+    counted
+}
+
+/// Bytes after which a pass ends (and is reseeded).
+fn pass_limit(spec: &JobSpec, layout: &JobLayout, mode: DdirMode, verify_passes: bool) -> u64 {
+    let random = spec.rw.is_random();
+    // A trimwrite's limit is size plus the whole budget, but do_io counts
+    // only what an async engine queued, and every engine trims
+    // synchronously (libaio's and io_uring's BLKDISCARD): the writes alone
+    // never reach it before the budget ends the job (fio 3.33: `trimwrite
+    // bs=8k size=140k` on libaio does 18 trims and 18 writes).
+    if (spec.time_based && !verify_passes) || matches!(mode, DdirMode::TrimWrite) {
+        u64::MAX
+    } else if random && spec.norandommap && spec.rw.ddirs().contains(&Ddir::Write) {
+        // do_io lets a random writer without a map reach io_size in one
+        // pass (`total_bytes = max(size, io_size)`), so such a pass is not
+        // cut and reseeded at size (fio 3.33: `randwrite norandommap
+        // size=64k io_size=128k` is one pass of 32 writes; the same as
+        // randread, two passes of 16).
+        layout.pass_bytes.max(layout.io_bytes)
+    } else {
+        layout.pass_bytes
+    }
+}
+
+/// number_ios over all loops; a trimwrite's trims count too, and fio
+/// doubles number_ios for it (backend.c do_io).
+fn max_ios(spec: &JobSpec, mode: DdirMode, loops: u64) -> u64 {
+    spec.number_ios.filter(|&n| n > 0).map_or(u64::MAX, |n| {
+        let pairs = if matches!(mode, DdirMode::TrimWrite) {
+            2
+        } else {
+            1
+        };
+        n.saturating_mul(loops).saturating_mul(pairs)
+    })
+}
+
 impl std::fmt::Display for GenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)
@@ -387,21 +462,7 @@ impl Generator {
             _ => Vec::new(),
         };
 
-        let mode = match spec.rw {
-            RwPattern::ReadWrite | RwPattern::RandRw => DdirMode::Mix {
-                read_pct: spec.rwmixread.min(100) as u64,
-            },
-            RwPattern::TrimWrite | RwPattern::RandTrimWrite => DdirMode::TrimWrite,
-            p => DdirMode::Single(p.ddirs()[0]),
-        };
-        // fio counts only the write half of trimwrite against size.
-        let mut counted = [false; 3];
-        for &d in spec.rw.ddirs() {
-            counted[d.index()] = true;
-        }
-        if matches!(mode, DdirMode::TrimWrite) {
-            counted[Ddir::Trim.index()] = false;
-        }
+        let mode = DdirMode::of(spec);
 
         let loops = spec.loops.max(1) as u64;
         // A time_based job that verifies ends each pass at its size, reads
@@ -416,22 +477,7 @@ impl Generator {
             .map(|d| bs[d.index()].max())
             .max()
             .unwrap_or(1);
-        let files: Vec<FileState> = layout
-            .files
-            .iter()
-            .map(|f| FileState {
-                start: f.start,
-                len: f.len,
-                seq_next: [RESTART; 3],
-                last_end: [0; 3],
-                last_start: [NO_START; 3],
-                more_after: f.after > 0,
-                after: f.after,
-                before: f.before,
-                shift_next_pass: f.later_before.saturating_sub(f.before),
-                done: false,
-            })
-            .collect();
+        let files: Vec<FileState> = layout.files.iter().map(FileState::new).collect();
         let rand_run = if random {
             spec.rw_modifier.filter(|&n| n > 1).unwrap_or(1) as u64
         } else {
@@ -462,7 +508,7 @@ impl Generator {
             percentage_random: spec.percentage_random,
             random_extras: spec.percentage_random.iter().any(|&p| p < 100)
                 || groups.varied.iter().any(|&v| v),
-            counted,
+            counted: counted_dirs(spec, mode),
             passes_left: if verify_passes {
                 u64::MAX
             } else {
@@ -476,42 +522,14 @@ impl Generator {
             } else {
                 layout.io_bytes.saturating_mul(loops)
             },
-            // A trimwrite's limit is size plus the whole budget, but do_io
-            // counts only what an async engine queued, and every engine
-            // trims synchronously (libaio's and io_uring's BLKDISCARD): the
-            // writes alone never reach it before the budget ends the job
-            // (fio 3.33: `trimwrite bs=8k size=140k` on libaio does 18
-            // trims and 18 writes).
-            pass_limit: if (spec.time_based && !verify_passes)
-                || matches!(mode, DdirMode::TrimWrite)
-            {
-                u64::MAX
-            } else if random && spec.norandommap && spec.rw.ddirs().contains(&Ddir::Write) {
-                // do_io lets a random writer without a map reach io_size
-                // in one pass (`total_bytes = max(size, io_size)`), so
-                // such a pass is not cut and reseeded at size (fio 3.33:
-                // `randwrite norandommap size=64k io_size=128k` is one pass
-                // of 32 writes; the same as randread, two passes of 16).
-                layout.pass_bytes.max(layout.io_bytes)
-            } else {
-                layout.pass_bytes
-            },
+            pass_limit: pass_limit(spec, layout, mode, verify_passes),
             pass_counted: pass_counted_dirs(spec),
             pass_queued: 0,
             pass_issued: 0,
             done_bytes: 0,
             all_bytes: 0,
             empty_passes: 0,
-            // A trimwrite's trims count too, and fio doubles number_ios
-            // for it (backend.c do_io).
-            max_ios: spec.number_ios.filter(|&n| n > 0).map_or(u64::MAX, |n| {
-                let pairs = if matches!(mode, DdirMode::TrimWrite) {
-                    2
-                } else {
-                    1
-                };
-                n.saturating_mul(loops).saturating_mul(pairs)
-            }),
+            max_ios: max_ios(spec, mode, loops),
             ios: 0,
             time_based: spec.time_based && !verify_passes,
             wrapped: Wrapped::None,
