@@ -154,6 +154,18 @@ enum DdirMode {
     TrimWrite,
 }
 
+impl DdirMode {
+    fn of(spec: &JobSpec) -> DdirMode {
+        match spec.rw {
+            RwPattern::ReadWrite | RwPattern::RandRw => DdirMode::Mix {
+                read_pct: spec.rwmixread.min(100) as u64,
+            },
+            RwPattern::TrimWrite | RwPattern::RandTrimWrite => DdirMode::TrimWrite,
+            p => DdirMode::Single(p.ddirs()[0]),
+        }
+    }
+}
+
 /// fio's `last_start` of a direction that has not started since the file's
 /// last reset (-1ULL in fio).
 const NO_START: u64 = u64::MAX;
@@ -352,66 +364,6 @@ impl GenError {
     fn at(option: &'static str) -> impl Fn(String) -> GenError {
         move |message| GenError { option, message }
     }
-}
-
-impl DdirMode {
-    fn of(spec: &JobSpec) -> DdirMode {
-        match spec.rw {
-            RwPattern::ReadWrite | RwPattern::RandRw => DdirMode::Mix {
-                read_pct: spec.rwmixread.min(100) as u64,
-            },
-            RwPattern::TrimWrite | RwPattern::RandTrimWrite => DdirMode::TrimWrite,
-            p => DdirMode::Single(p.ddirs()[0]),
-        }
-    }
-}
-
-/// The directions whose bytes count against size: fio counts only the
-/// write half of a trimwrite.
-fn counted_dirs(spec: &JobSpec, mode: DdirMode) -> [bool; 3] {
-    let mut counted = [false; 3];
-    for &d in spec.rw.ddirs() {
-        counted[d.index()] = true;
-    }
-    if matches!(mode, DdirMode::TrimWrite) {
-        counted[Ddir::Trim.index()] = false;
-    }
-    counted
-}
-
-/// Bytes after which a pass ends (and is reseeded).
-fn pass_limit(spec: &JobSpec, layout: &JobLayout, mode: DdirMode, verify_passes: bool) -> u64 {
-    let random = spec.rw.is_random();
-    // A trimwrite's limit is size plus the whole budget, but do_io counts
-    // only what an async engine queued, and every engine trims
-    // synchronously (libaio's and io_uring's BLKDISCARD): the writes alone
-    // never reach it before the budget ends the job (fio 3.33: `trimwrite
-    // bs=8k size=140k` on libaio does 18 trims and 18 writes).
-    if (spec.time_based && !verify_passes) || matches!(mode, DdirMode::TrimWrite) {
-        u64::MAX
-    } else if random && spec.norandommap && spec.rw.ddirs().contains(&Ddir::Write) {
-        // do_io lets a random writer without a map reach io_size in one
-        // pass (`total_bytes = max(size, io_size)`), so such a pass is not
-        // cut and reseeded at size (fio 3.33: `randwrite norandommap
-        // size=64k io_size=128k` is one pass of 32 writes; the same as
-        // randread, two passes of 16).
-        layout.pass_bytes.max(layout.io_bytes)
-    } else {
-        layout.pass_bytes
-    }
-}
-
-/// number_ios over all loops; a trimwrite's trims count too, and fio
-/// doubles number_ios for it (backend.c do_io).
-fn max_ios(spec: &JobSpec, mode: DdirMode, loops: u64) -> u64 {
-    spec.number_ios.filter(|&n| n > 0).map_or(u64::MAX, |n| {
-        let pairs = if matches!(mode, DdirMode::TrimWrite) {
-            2
-        } else {
-            1
-        };
-        n.saturating_mul(loops).saturating_mul(pairs)
-    })
 }
 
 impl std::fmt::Display for GenError {
@@ -1239,6 +1191,54 @@ impl PassRngs {
         g.rng_seq = self.seq;
         g.file_choice.reseed(self.file);
     }
+}
+
+/// The directions whose bytes count against size: fio counts only the
+/// write half of a trimwrite.
+fn counted_dirs(spec: &JobSpec, mode: DdirMode) -> [bool; 3] {
+    let mut counted = [false; 3];
+    for &d in spec.rw.ddirs() {
+        counted[d.index()] = true;
+    }
+    if matches!(mode, DdirMode::TrimWrite) {
+        counted[Ddir::Trim.index()] = false;
+    }
+    counted
+}
+
+/// Bytes after which a pass ends (and is reseeded).
+fn pass_limit(spec: &JobSpec, layout: &JobLayout, mode: DdirMode, verify_passes: bool) -> u64 {
+    let random = spec.rw.is_random();
+    // A trimwrite's limit is size plus the whole budget, but do_io counts
+    // only what an async engine queued, and every engine trims
+    // synchronously (libaio's and io_uring's BLKDISCARD): the writes alone
+    // never reach it before the budget ends the job (fio 3.33: `trimwrite
+    // bs=8k size=140k` on libaio does 18 trims and 18 writes).
+    if (spec.time_based && !verify_passes) || matches!(mode, DdirMode::TrimWrite) {
+        u64::MAX
+    } else if random && spec.norandommap && spec.rw.ddirs().contains(&Ddir::Write) {
+        // do_io lets a random writer without a map reach io_size in one
+        // pass (`total_bytes = max(size, io_size)`), so such a pass is not
+        // cut and reseeded at size (fio 3.33: `randwrite norandommap
+        // size=64k io_size=128k` is one pass of 32 writes; the same as
+        // randread, two passes of 16).
+        layout.pass_bytes.max(layout.io_bytes)
+    } else {
+        layout.pass_bytes
+    }
+}
+
+/// number_ios over all loops; a trimwrite's trims count too, and fio
+/// doubles number_ios for it (backend.c do_io).
+fn max_ios(spec: &JobSpec, mode: DdirMode, loops: u64) -> u64 {
+    spec.number_ios.filter(|&n| n > 0).map_or(u64::MAX, |n| {
+        let pairs = if matches!(mode, DdirMode::TrimWrite) {
+            2
+        } else {
+            1
+        };
+        n.saturating_mul(loops).saturating_mul(pairs)
+    })
 }
 
 /// The directions whose bytes end a pass at `size`: fio's `do_io` adds to
