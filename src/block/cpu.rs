@@ -61,14 +61,16 @@ pub struct CpuCosts {
     #[serde(default)]
     pub wake_ns: Ns,
     /// The wake-up cost of a CPU that has been idle `wake_deep_after_ns` or
-    /// longer (between, it grows linearly from `wake_ns`): the longer a CPU
-    /// idles the deeper it sleeps — a deeper C-state on bare metal, on a
-    /// virtual machine the host's halt polling ending and the vCPU's thread
-    /// descheduled. 0 (the default): always `wake_ns`. Measured with perf
-    /// on the lab VM (2026-12-03, 23,000 wake-ups of fio and the loop
-    /// worker): a median 22 us from wake-up to running on a vCPU idle for
-    /// under 10 us, 31 us at 10-20 us, 38 us at 20-30 us, 42-44 us from
-    /// 30 us on.
+    /// longer: the longer a CPU idles the deeper it sleeps — a deeper
+    /// C-state on bare metal, on a virtual machine the host's halt polling
+    /// ending and the vCPU's thread descheduled. A CPU woken the instant it
+    /// frees (by the work it just ran: a same-CPU wake-up) costs `wake_ns`;
+    /// one that idled at all costs at least half of this, growing linearly
+    /// to all of it at `wake_deep_after_ns`. 0 (the default): always
+    /// `wake_ns`. Measured with perf on the lab VM (2026-12-03, 23,000
+    /// wake-ups of fio and the loop worker): a median 22 us from wake-up to
+    /// running on a vCPU idle for under 10 us, 31 us at 10-20 us, 38 us at
+    /// 20-30 us, 42-44 us from 30 us on; same-CPU wake-ups 1-4 us.
     #[serde(default)]
     pub wake_deep_ns: Ns,
     /// How long a CPU idles before a wake-up costs `wake_deep_ns`.
@@ -103,6 +105,11 @@ pub struct CpuCosts {
     pub cache_speed: Option<f64>,
 }
 
+/// A CPU that idled only briefly costs this fraction (1/2) of the deep
+/// wake-up: on the lab VM a median 22 us under 10 us of idle against
+/// 42-44 us from 30 us on (2026-12-03, see `CpuCosts::wake_deep_ns`).
+const SHORT_IDLE_WAKE_DIVISOR: Ns = 2;
+
 /// What waking a task on an idle CPU costs that CPU, by how long it has
 /// idled (see `CpuCosts::wake_ns` and `wake_deep_ns`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -132,7 +139,11 @@ impl WakeCost {
         if self.deep_ns == self.shallow_ns || idle_for >= self.deep_after_ns {
             return self.deep_ns;
         }
-        self.shallow_ns + (self.deep_ns - self.shallow_ns) * idle_for / self.deep_after_ns
+        if idle_for == 0 {
+            return self.shallow_ns;
+        }
+        let floor = self.shallow_ns.max(self.deep_ns / SHORT_IDLE_WAKE_DIVISOR);
+        floor + (self.deep_ns - floor) * idle_for / self.deep_after_ns
     }
 }
 
@@ -902,6 +913,14 @@ mod tests {
         // Busy after the wake-up: nothing; idle since that instant: shallow.
         assert_eq!(w.on_cpu_free_at(1_001, 1_000), 0);
         assert_eq!(w.on_cpu_free_at(1_000, 1_000), 20_000);
+        assert_eq!(w.on_cpu_free_at(1_000, 16_000), 30_000, "half-way");
+        // Idle at all: half the deep cost at least.
+        let w = WakeCost {
+            shallow_ns: 5_000,
+            ..w
+        };
+        assert_eq!(w.on_cpu_free_at(1_000, 1_000), 5_000, "same CPU");
+        assert_eq!(w.on_cpu_free_at(1_000, 1_001), 20_000);
         assert_eq!(w.on_cpu_free_at(1_000, 16_000), 30_000, "half-way");
         assert_eq!(w.on_cpu_free_at(1_000, 31_000), 40_000);
         assert_eq!(w.on_cpu_free_at(0, 1_000_000), 40_000);

@@ -175,10 +175,19 @@ impl<'a> DeviceCpus<'a> {
     /// it (select_idle_sibling looks for an idle CPU); the submitter's only
     /// when there is no other.
     pub fn wake_placement(&self) -> u16 {
+        self.wake_placement_from(0)
+    }
+    /// `wake_placement` for a wake-up asked for at `at`: CPUs free by then
+    /// tie (each is idle), and the lowest wins.
+    pub fn wake_placement_from(&self, at: Ns) -> u16 {
         (0..self.nr() as u16)
             .filter(|&c| c != self.submitter || self.nr() == 1)
-            .min_by_key(|&c| (self.free_at(c), c))
+            .min_by_key(|&c| (self.free_at(c).max(at), c))
             .unwrap_or(0)
+    }
+    /// The CPU that last queued a command.
+    pub fn submitter(&self) -> u16 {
+        self.submitter
     }
     /// What waking a kernel thread on `cpu` at `now` costs that CPU: the
     /// host's wake-up when it is idle (deeper the longer it idled), nothing

@@ -784,61 +784,82 @@ impl Fitter {
     /// probes) they differ, and the host decides which fits.
     pub fn fit_loop(&mut self) -> Fit {
         let saved = self.cpu.take();
-        // (error, params, wake-up cost, speed, points)
-        type Cand = (f64, LoopParams, Ns, f64, Vec<Point>);
-        let mut best: Option<Cand> = None;
-        let mut keep = |c: Cand| {
-            if best.as_ref().is_none_or(|b| c.0 < b.0) {
+        let mut best: Option<LoopCand> = None;
+        let mut keep = |c: LoopCand| {
+            if best.as_ref().is_none_or(|b| c.error < b.error) {
                 best = Some(c);
             }
         };
         let by_error = |a: &(f64, f64, u32), b: &(f64, f64, u32)| {
             a.0.partial_cmp(&b.0).unwrap_or(Ordering::Equal)
         };
+        let free = LoopWay::default();
         let mut tried = Vec::new();
         for &speed in LOOP_SPEEDS {
             for nowait in [0u32, 25, 50, 75, 100] {
                 if signal::interrupted().is_some() {
                     break;
                 }
-                let (e, l, w, sim) = self.fit_loop_at(speed, nowait, false);
-                tried.push((e, speed, nowait));
-                keep((e, l, w, speed, sim));
+                let c = self.fit_loop_at(speed, nowait, free);
+                tried.push((c.error, speed, nowait));
+                keep(c);
             }
         }
         tried.sort_by(by_error);
-        // The worker seated among the tasks (`worker_waits_for_holder`), at
-        // the three best points of the grid: which way of sharing the CPUs
-        // fits this host better. Only probes that measured how evenly their
-        // jobs shared can tell: the seated worker leaves the model's jobs
-        // uneven where the kernel's are not, and the totals do not show it
-        // (probes saved before 2026-11-30 keep the default).
+        // The other ways of placing the worker, at the three best points of
+        // the grid. Seated among the tasks (`worker_waits_for_holder`): only
+        // probes that measured how evenly their jobs shared can tell, since
+        // the seated worker leaves the model's jobs uneven where the
+        // kernel's are not and the totals do not show it (probes saved
+        // before 2026-11-30 keep the default). Packed onto a sleeping
+        // submitter (`worker_packs_on_sleeping_submitter`, a vCPU-packing
+        // host), its crossing wake-up fitted to the QD4 reads.
         let evenness_measured = self.measured.iter().any(|p| p.evenness.is_some());
-        let mut seated = Vec::new();
-        for &(_, speed, nowait) in tried.iter().take(if evenness_measured { 3 } else { 0 }) {
-            let (e, l, w, sim) = self.fit_loop_at(speed, nowait, true);
-            seated.push((e, speed, nowait));
-            keep((e, l, w, speed, sim));
+        let mut ways = Vec::new();
+        for seated in [false, true] {
+            for packed in [false, true] {
+                let way = LoopWay { seated, packed };
+                if way != free && (!seated || evenness_measured) {
+                    ways.push(way);
+                }
+            }
         }
-        seated.sort_by(by_error);
+        let mut best_of_way = vec![(f64::INFINITY, 0.0, 0u32); ways.len()];
+        for &(_, speed, nowait) in tried.iter().take(3) {
+            for (i, &way) in ways.iter().enumerate() {
+                let c = self.fit_loop_at(speed, nowait, way);
+                if c.error < best_of_way[i].0 {
+                    best_of_way[i] = (c.error, speed, nowait);
+                }
+                keep(c);
+            }
+        }
         // Refine the speed around the best candidate of each way.
-        let starts = [(tried.first(), false), (seated.first(), true)];
-        for (&(_, speed, nowait), is_seated) in starts.iter().filter_map(|&(c, w)| Some((c?, w))) {
+        let mut starts = vec![(tried.first().copied(), free)];
+        starts.extend(
+            best_of_way
+                .iter()
+                .zip(&ways)
+                .map(|(b, &w)| (Some(*b).filter(|b| b.0.is_finite()), w)),
+        );
+        for (start, way) in starts {
+            let Some((_, speed, nowait)) = start else {
+                continue;
+            };
             for f in [0.8, 0.9, 1.1, 1.25] {
                 let s = (speed * f).clamp(HOST_SPEED_MIN, HOST_SPEED_MAX);
                 let s = (s * 1000.0).round() / 1000.0;
-                let (e, l, w, sim) = self.fit_loop_at(s, nowait, is_seated);
-                keep((e, l, w, s, sim));
+                keep(self.fit_loop_at(s, nowait, way));
             }
         }
         self.cpu = saved;
-        let (error, l, wake, speed, simulated) = best.expect("one candidate at least");
+        let c = best.expect("one candidate at least");
         Fit {
-            params: Params::Loop(l),
-            cpu: Some(loop_costs(speed, wake)),
+            params: Params::Loop(c.params),
+            cpu: Some(c.cpu),
             queue: self.queue.clone(),
-            simulated,
-            error,
+            simulated: c.simulated,
+            error: c.error,
             hook_simulated: None,
             cache_simulated: Vec::new(),
         }
@@ -846,18 +867,14 @@ impl Fitter {
 
     /// The loop fit at one host speed and `nowait_percent`: (error, params,
     /// wake-up cost, points).
-    fn fit_loop_at(
-        &mut self,
-        speed: f64,
-        nowait: u32,
-        seated: bool,
-    ) -> (f64, LoopParams, Ns, Vec<Point>) {
+    fn fit_loop_at(&mut self, speed: f64, nowait: u32, way: LoopWay) -> LoopCand {
         let mut l = LoopParams {
             work_ns: 1_000,
             copy_bandwidth: 8_000_000_000,
             write_copy_bandwidth: None,
             nowait_percent: nowait,
-            worker_waits_for_holder: seated,
+            worker_waits_for_holder: way.seated,
+            worker_packs_on_sleeping_submitter: way.packed,
         };
         self.cpu = Some(loop_costs(speed, 5_000));
         for _ in 0..2 {
@@ -879,10 +896,44 @@ impl Fitter {
                 1_000_000,
             );
             self.tune_wake(&l, speed);
+            if way.packed {
+                self.tune_crossing_wake(&l);
+            }
         }
         let (e, sim) = self.eval(&Params::Loop(l.clone()));
-        let wake = self.cpu.as_ref().map_or(0, |c| c.wake_ns);
-        (e, l, wake, sim)
+        let cpu = self.cpu.clone().expect("set above");
+        LoopCand {
+            error: e,
+            params: l,
+            cpu,
+            simulated: sim,
+        }
+    }
+
+    /// With the packing placement, the QD1 cycle stays on one CPU and the
+    /// wake-ups that cross to an idle CPU come with depth: the cost of a
+    /// wake-up of a CPU idle `CROSSING_DEEP_AFTER_NS` or longer
+    /// (`[cpu] wake_deep_ns`), bisected to the QD4 reads' IOPS.
+    fn tune_crossing_wake(&mut self, l: &LoopParams) {
+        let Some(mut cpu) = self.cpu.clone() else {
+            return;
+        };
+        let target = self.m("randread-qd4").iops;
+        let p = Params::Loop(l.clone());
+        let (mut lo, mut hi) = (cpu.wake_ns, MAX_CROSSING_WAKE_NS.max(cpu.wake_ns));
+        for _ in 0..10 {
+            let mid = (lo + hi) / 2;
+            cpu.wake_deep_ns = mid;
+            cpu.wake_deep_after_ns = CROSSING_DEEP_AFTER_NS;
+            self.cpu = Some(cpu.clone());
+            if self.s(&p, "randread-qd4").iops > target {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        cpu.wake_deep_ns = (lo + hi) / 2;
+        self.cpu = Some(cpu);
     }
 
     /// The host's wake-up cost (`[cpu] wake_ns`): a QD1 I/O wakes the loop
@@ -1301,6 +1352,30 @@ pub fn fit_label(f: &Fit) -> String {
     }
 }
 
+/// How a loop fit places the worker (see `LoopParams`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LoopWay {
+    seated: bool,
+    packed: bool,
+}
+
+/// One loop fit: its error, parameters, `[cpu]` table and what it
+/// simulates for the probes.
+struct LoopCand {
+    error: f64,
+    params: LoopParams,
+    cpu: CpuCosts,
+    simulated: Vec<Point>,
+}
+
+/// How long a vCPU idles before its wake-up costs the most: flat from
+/// 30 us on, measured with perf on the lab VM (2026-12-03, 23,000 wake-ups
+/// onto an idle vCPU: 22 us median under 10 us of idle, 42-44 us from 30
+/// us on). The packing fit puts `wake_deep_ns` there.
+const CROSSING_DEEP_AFTER_NS: Ns = 30_000;
+/// The most the packing fit lets a crossing wake-up cost.
+const MAX_CROSSING_WAKE_NS: Ns = 200_000;
+
 /// Host speeds the loop fit tries (then refines around the best).
 const LOOP_SPEEDS: &[f64] = &[0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8];
 
@@ -1576,6 +1651,7 @@ fn model_section(s: &mut String, fit: &Fit) {
             }
             let _ = writeln!(s, "nowait_percent = {}         # % of reads/writes done on the submitting CPU at once (the kworker run there; 6.19's NOWAIT try): the share that fits best", l.nowait_percent);
             let _ = writeln!(s, "worker_waits_for_holder = {}  # the worker waits for a task's protected slice (true) or takes any free gap (false): the way that fits best", l.worker_waits_for_holder);
+            let _ = writeln!(s, "worker_packs_on_sleeping_submitter = {}  # the worker runs on its submitter's CPU when the submitter sleeps (true, a vCPU-packing host) or on another CPU (false): the way that fits best", l.worker_packs_on_sleeping_submitter);
         }
         Params::Ram(r) => {
             s.push_str("\n[ram]\n");
@@ -1600,6 +1676,14 @@ fn cpu_section(s: &mut String, fit: &Fit) {
         let _ = writeln!(s, "host_speed = {speed:.3}          # relative to the ~2.4 GHz reference core: fitted with the 1-job and 4-job ceilings");
         if let Some(c) = &fit.cpu {
             let _ = writeln!(s, "wake_ns = {}              # ns an idle CPU is busy waking a task (fio, the loop worker): from the QD1 latency", c.wake_ns);
+            if c.wake_deep_ns > 0 {
+                let _ = writeln!(s, "wake_deep_ns = {}         # ns waking a CPU idle wake_deep_after_ns or longer costs (a crossing to an idle vCPU): fitted to randread-qd4", c.wake_deep_ns);
+                let _ = writeln!(
+                    s,
+                    "wake_deep_after_ns = {}   # measured on the lab VM, 2026-12-03",
+                    c.wake_deep_after_ns
+                );
+            }
             if let Some(h) = c.hook_speed {
                 let _ = writeln!(s, "hook_speed = {h:.3}          # scheduler hooks' speed against the rest of the path: fitted to {} under {HOOK_SCHEDULER}", HOOK_PROBE.name);
                 if let Some(bound) = hook_speed_bound(h) {
@@ -1898,6 +1982,7 @@ mod tests {
                     write_copy_bandwidth: Some(MAX_BANDWIDTH),
                     nowait_percent: 100,
                     worker_waits_for_holder: false,
+                    worker_packs_on_sleeping_submitter: false,
                 }),
                 Some(CpuCosts {
                     hook_speed: Some(HOOK_SPEED_MIN),
@@ -1996,6 +2081,7 @@ mod tests {
             write_copy_bandwidth: None,
             nowait_percent: 25,
             worker_waits_for_holder: false,
+            worker_packs_on_sleeping_submitter: false,
         });
         let fitted = loop_costs(0.5, 5_000);
         let truth = CpuCosts {
@@ -2153,10 +2239,11 @@ mod tests {
             write_copy_bandwidth: Some(4_000_000_000),
             nowait_percent: 0,
             worker_waits_for_holder: false,
+            worker_packs_on_sleeping_submitter: false,
         };
         let mut f = test_fitter(Some(loop_costs(0.5, 5_000)));
         f.measured = f.simulate_all(&Params::Loop(truth.clone()));
-        let (_, l, _, _) = f.fit_loop_at(0.5, 0, false);
+        let l = f.fit_loop_at(0.5, 0, LoopWay::default()).params;
         let near = |a: u64, b: u64| (a as f64 / b as f64 - 1.0).abs() < 0.1;
         assert!(near(l.copy_bandwidth, truth.copy_bandwidth), "{l:?}");
         let w = l.write_copy_bandwidth.expect("fitted");
@@ -2210,11 +2297,16 @@ mod tests {
             write_copy_bandwidth: None,
             nowait_percent: 25,
             worker_waits_for_holder: false,
+            worker_packs_on_sleeping_submitter: false,
         };
         let mut f = test_fitter(Some(loop_costs(0.5, 5_000)));
         f.measured = f.simulate_all(&Params::Loop(truth));
-        let (free, ..) = f.fit_loop_at(0.5, 25, false);
-        let (seated, ..) = f.fit_loop_at(0.5, 25, true);
+        let free = f.fit_loop_at(0.5, 25, LoopWay::default()).error;
+        let seated_way = LoopWay {
+            seated: true,
+            packed: false,
+        };
+        let seated = f.fit_loop_at(0.5, 25, seated_way).error;
         assert!(free < 0.01, "free fit {free}");
         assert!(1.2 * free < seated, "free {free} against seated {seated}");
     }
