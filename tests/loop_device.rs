@@ -111,12 +111,14 @@ fn a_wake_up_deepens_with_the_idle_time() {
         ],
     );
     // A QD1 I/O wakes the worker and then fio: two deep wake-ups cost
-    // about 2 x 41 us more; spread over 1 ms of idle, where a QD1 cycle's
-    // CPUs idle some tens of us, the deepening adds a few percent of it.
+    // about 2 x 41 us more. Spread over 1 ms of idle, where a QD1 cycle's
+    // CPUs idle some tens of us, a CPU that idled at all still costs half
+    // the deep wake-up (30 us, 11 more than 19) and the deepening adds a
+    // few percent on top: one or two such wake-ups per I/O.
     let extra = lat_us(&deep_at_once) - lat_us(&base);
     assert!((60.0..100.0).contains(&extra), "{extra}");
     let slow = lat_us(&deep_slowly) - lat_us(&base);
-    assert!((0.0..5.0).contains(&slow), "{slow}");
+    assert!((8.0..26.0).contains(&slow), "{slow}");
 }
 
 /// Per-job IOPS of `examples/lab/randread-2x32.fio` (two QD32 readers on
