@@ -174,11 +174,8 @@ impl<'a> DeviceCpus<'a> {
     /// other than the submitter's, which is busy running the task that woke
     /// it (select_idle_sibling looks for an idle CPU); the submitter's only
     /// when there is no other.
-    pub fn wake_placement(&self) -> u16 {
-        self.wake_placement_from(0)
-    }
-    /// `wake_placement` for a wake-up asked for at `at`: CPUs free by then
-    /// tie (each is idle), and the lowest wins.
+    /// For a wake-up asked for at `at`, CPUs free by then tie (each is
+    /// idle), and the lowest wins.
     pub fn wake_placement_from(&self, at: Ns) -> u16 {
         (0..self.nr() as u16)
             .filter(|&c| c != self.submitter || self.nr() == 1)
