@@ -224,8 +224,9 @@ USAGE:
 Probes (scheduler none): 4 KiB random read and write at QD 1, 4, 16, 64;
 128 KiB sequential read and write; a 70/30 mix; 4 jobs of 4 KiB random read
 and write at QD 16; between them five pairs of the QD 64 reads under none
-and under mq-deadline back to back (when the device offers it), whose median ratio
-gives the speed of scheduler hooks on this host ([cpu] hook_speed); and 4 KiB buffered (psync) random reads and writes of a 16 MiB
+and under mq-deadline back to back (when the device offers it): fio's own CPU per
+I/O beyond none's gives the speed of scheduler hooks on this host ([cpu] hook_speed),
+their median IOPS ratio is its check; and 4 KiB buffered (psync) random reads and writes of a 16 MiB
 range held in the page cache, for the speed of a buffered call ([cpu]
 cache_speed, fitted to the reads). Three models are fitted by simulating the probes (nvme,
 loop — the CPUs are the device —, ram); the best fit is written as
