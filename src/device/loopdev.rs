@@ -298,28 +298,14 @@ impl Device for Loop {
         // not taken: the worker waits for the first CPU whose turn comes
         // (the task layer grants it) unless another is not held.
         let granted = cpus.worker().granted.take();
-        let mut packed = false;
-        let mut woken_at = now;
-        if self.worker_waking && granted.is_none() && self.p.worker_packs_on_sleeping_submitter {
-            match self.wake_pending.take() {
-                None if cpus.nr() > 1 => {
-                    // Whether the submitter sleeps is known when its call
-                    // ends: decide then (1 ns after, behind its next step).
-                    let submitter = cpus.submitter();
-                    self.wake_pending = Some((submitter, now));
-                    out.cpu_wakeup(cpus.free_at(submitter).max(now) + 1, WORKER_TOKEN);
-                    return;
-                }
-                None => {}
-                Some((submitter, at)) => {
-                    woken_at = at;
-                    packed = cpus.free_at(submitter) <= now && cpus.tasks_waiting(submitter) == 0;
-                    if packed {
-                        self.worker_cpu = Some(submitter);
-                    }
-                }
+        let (packed, woken_at) = if granted.is_none() {
+            match self.packing(now, cpus, out) {
+                Some(decided) => decided,
+                None => return,
             }
-        }
+        } else {
+            (false, now)
+        };
         let mut cpu = match (granted, self.worker_cpu) {
             (Some(c), _) => c,
             (_, Some(c)) if packed => c,
@@ -426,6 +412,33 @@ impl Device for Loop {
 }
 
 impl Loop {
+    /// With `worker_packs_on_sleeping_submitter`, where a woken worker goes:
+    /// (packed onto its submitter's CPU, when the wake-up was asked for).
+    /// Whether the submitter sleeps is known only when its call ends, so the
+    /// first call schedules the decision for then (1 ns after, behind its
+    /// next step) and returns None.
+    fn packing(&mut self, now: Ns, cpus: &DeviceCpus, out: &mut DeviceOut) -> Option<(bool, Ns)> {
+        if !(self.worker_waking && self.p.worker_packs_on_sleeping_submitter) {
+            return Some((false, now));
+        }
+        match self.wake_pending.take() {
+            None if cpus.nr() > 1 => {
+                let submitter = cpus.submitter();
+                self.wake_pending = Some((submitter, now));
+                out.cpu_wakeup(cpus.free_at(submitter).max(now) + 1, WORKER_TOKEN);
+                None
+            }
+            None => Some((false, now)),
+            Some((submitter, at)) => {
+                let packed = cpus.free_at(submitter) <= now && cpus.tasks_waiting(submitter) == 0;
+                if packed {
+                    self.worker_cpu = Some(submitter);
+                }
+                Some((packed, at))
+            }
+        }
+    }
+
     /// Whether the worker, wanting `cpu` while it is busy, must let the
     /// tasks that wait for it run first: once it has run a slice ahead of
     /// waiting tasks (a kworker is a task of the fair scheduler: it keeps

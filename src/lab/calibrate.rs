@@ -1284,11 +1284,21 @@ fn fio_us_per_io(p: &Point) -> Option<f64> {
         .map(|pct| pct * 1e4 / iops)
 }
 
+/// fio's CPU per I/O of `with` beyond `without`'s, us.
+fn fio_us_beyond(with: &Point, without: &Point) -> Option<f64> {
+    Some(fio_us_per_io(with)? - fio_us_per_io(without)?)
+}
+
+/// Where [`HOOK_PROBE`] sits among [`PROBES`].
+fn hook_probe_index() -> Option<usize> {
+    PROBES.iter().position(|p| *p == HOOK_PROBE)
+}
+
 /// The hook probe's none reference: the median of the pairs' none runs, or
 /// (probes saved before 2026-12-06) the probe's own none point.
 fn hook_none(m: &Measured) -> Option<Point> {
-    let i = PROBES.iter().position(|p| *p == HOOK_PROBE)?;
-    m.hook_none_point.or_else(|| m.points.get(i).copied())
+    m.hook_none_point
+        .or_else(|| m.points.get(hook_probe_index()?).copied())
 }
 
 /// Fit the scheduler hooks' speed into `fit` from the hook probe, when it
@@ -1310,19 +1320,15 @@ pub fn fit_hooks(m: &Measured, fit: &mut Fit, cpus: usize, sim_time: Ns) {
     else {
         return;
     };
-    let Some(i) = PROBES.iter().position(|p| *p == HOOK_PROBE) else {
+    let Some(i) = hook_probe_index() else {
         return;
     };
     let sim_none = fit.simulated.get(i).copied().unwrap_or_default();
     if meas_none.main().iops <= 0.0 || sim_none.main().iops <= 0.0 {
         return;
     }
-    let target = match (
-        fio_us_per_io(&hook),
-        fio_us_per_io(&meas_none),
-        fio_us_per_io(&sim_none),
-    ) {
-        (Some(with), Some(without), Some(sim)) => HookTarget::FioUsPerIo(sim + (with - without)),
+    let target = match (fio_us_beyond(&hook, &meas_none), fio_us_per_io(&sim_none)) {
+        (Some(extra), Some(sim)) => HookTarget::FioUsPerIo(sim + extra),
         _ => {
             let ratio = m
                 .hook_ratio
@@ -1865,20 +1871,14 @@ pub fn calibrate_from(
             .join(", ")
     );
     if let Some(h) = best.cpu.as_ref().and_then(|c| c.hook_speed) {
-        let i = PROBES.iter().position(|p| *p == HOOK_PROBE);
+        let i = hook_probe_index();
         let ratio = |hook: Option<Point>, none: Option<&Point>| match (hook, none) {
             (Some(a), Some(b)) if b.main().iops > 0.0 => {
                 format!("{:.3}", a.main().iops / b.main().iops)
             }
             _ => "-".into(),
         };
-        let extra = |hook: Option<Point>, none: Option<Point>| match (
-            hook.as_ref().and_then(fio_us_per_io),
-            none.as_ref().and_then(fio_us_per_io),
-        ) {
-            (Some(a), Some(b)) => Some(a - b),
-            _ => None,
-        };
+        let extra = |hook: Option<Point>, none: Option<Point>| fio_us_beyond(&hook?, &none?);
         let sim_none = i.and_then(|i| best.simulated.get(i));
         let measured_ratio = m.hook_ratio.map_or_else(
             || ratio(m.hook_point, i.and_then(|i| m.points.get(i))),
@@ -1903,11 +1903,12 @@ pub fn calibrate_from(
              {fitted} (other schedulers are predictions)",
         );
         if let Some(bound) = hook_speed_bound(h) {
-            let none = i.and_then(|i| m.points.get(i));
+            // The same none reference the fit used.
+            let none = hook_none(m);
             let _ = writeln!(
                 report,
                 "{}",
-                hook_bound_note(bound, m.hook_point.as_ref(), none)
+                hook_bound_note(bound, m.hook_point.as_ref(), none.as_ref())
             );
         }
     } else if m.hook_point.is_none() {
