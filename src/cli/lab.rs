@@ -15,6 +15,7 @@ use crate::lab::{journal, session, signal, LabError, LabErrorKind};
 use crate::machine::Machine;
 use crate::report::table;
 use crate::report::{fio_json, fio_text, RunReport};
+use crate::run::JobSource;
 use crate::sim::time::{parse_duration, Ns, NS_PER_SEC};
 use serde_json::json;
 use std::path::PathBuf;
@@ -707,6 +708,23 @@ fn recorded_lab(
     Ok((lab, o, rec))
 }
 
+/// The job the simulation runs: on a raw device, the jobs as fio's copy
+/// runs them (their I/O on the device, `jobfile::sim_text_for_device`);
+/// with `--mount`, or when the job replays traces, the file as given.
+fn sim_job(job: &str, o: &LabOptions, machine: &Machine) -> Result<JobSource, CliError> {
+    let (mut src, _) = record_job(&[job.to_string()], machine)?;
+    if o.mount.is_some() {
+        return Ok(src);
+    }
+    let env = |n: &str| std::env::var(n).ok();
+    let text = crate::lab::jobfile::sim_text_for_device(std::path::Path::new(job), &o.dev, &env)
+        .map_err(CliError::bad)?;
+    if let Some(text) = text {
+        src.files = std::collections::BTreeMap::from([(job.to_string(), text)]);
+    }
+    Ok(src)
+}
+
 /// `elevator validate`.
 pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
     let a = args::parse("validate", args, &validate_opts(), Unknown::Reject)?;
@@ -736,12 +754,11 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
         Some(r) => r.memory.or_else(validate::machine_memory),
         None => validate::machine_memory(),
     };
-    // The simulation runs the job file as given (the lab's copy names the device).
     let machine = Machine {
         cpus: cpus.min(crate::machine::MAX_CPUS as usize) as u32,
         ..Machine::default()
     };
-    let (job_src, _) = record_job(std::slice::from_ref(&job), &machine)?;
+    let job_src = sim_job(&job, &o, &machine)?;
     let mut notes = Vec::new();
     let profile = match a.get("profile") {
         Some(p) => load_profile(p).map_err(CliError::bad)?,

@@ -985,6 +985,32 @@ impl Prepared {
     }
 }
 
+/// The job file as it will run on `device`, for elevator's own reading:
+/// every option the lab carries out kept, cgroup names as the user wrote
+/// them, and the prepared file (its traces) beside it.
+fn render_for_elevator(
+    path: &Path,
+    device: &str,
+    fs: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Prepared, String), String> {
+    let target = Target {
+        path: device.to_string(),
+        devno: None,
+        fs,
+    };
+    let prepared = prepare(path, &target, env).map_err(|e| e.to_string())?;
+    let same = |n: &str| Some(n.to_string());
+    let text = prepared.render(&Rewrite {
+        cgroup: &same,
+        max_runtime: None,
+        trace_dir: Path::new(""),
+        directory: Some(Path::new("/mnt")),
+        keep_lab_options: true,
+    })?;
+    Ok((prepared, text))
+}
+
 /// Parse a job file as it will run on `device` (for elevator's own reading
 /// of the jobs: names, groups, block sizes). Refused files are refused here.
 /// Cgroup names stay as the user wrote them.
@@ -994,20 +1020,7 @@ pub fn parse_for_device(
     fs: bool,
 ) -> Result<crate::job::JobFile, String> {
     let env = |n: &str| std::env::var(n).ok();
-    let target = Target {
-        path: device.to_string(),
-        devno: None,
-        fs,
-    };
-    let prepared = prepare(path, &target, &env).map_err(|e| e.to_string())?;
-    let same = |n: &str| Some(n.to_string());
-    let text = prepared.render(&Rewrite {
-        cgroup: &same,
-        max_runtime: None,
-        trace_dir: Path::new(""),
-        directory: Some(Path::new("/mnt")),
-        keep_lab_options: true,
-    })?;
+    let (_, text) = render_for_elevator(path, device, fs, &env)?;
     let base = path.parent().unwrap_or(Path::new(""));
     let inputs = crate::job::Inputs {
         env: &env,
@@ -1015,6 +1028,22 @@ pub fn parse_for_device(
     };
     crate::job::parse_str(&text, &path.display().to_string(), base, &inputs)
         .map_err(|e| e.to_string())
+}
+
+/// The job text the simulation of a raw-device lab run takes: the jobs'
+/// I/O goes to `device` as it does in fio's copy (`filename=DEV`; the
+/// options that named files or directories are comments), so a job that
+/// fio runs on the device without `size=` or with `directory=` is simulated
+/// on the device too, not as files of a file system. None when the job
+/// replays traces: their private copies exist only in the lab's working
+/// directory, and the simulation then reads the job file as given.
+pub fn sim_text_for_device(
+    path: &Path,
+    device: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<String>, String> {
+    let (prepared, text) = render_for_elevator(path, device, false, env)?;
+    Ok(prepared.traces.is_empty().then_some(text))
 }
 
 // ---------------------------------------------------------------------------
@@ -1367,6 +1396,58 @@ runtime=5
         let jf = parse_for_device(&p, "/dev/loop9", false).unwrap();
         assert_eq!(jf.jobs[0].filenames, vec!["/dev/loop9".to_string()]);
         assert_eq!(jf.jobs[0].cgroup.as_deref(), Some("g1"));
+    }
+
+    #[test]
+    fn the_simulation_of_a_raw_device_run_sends_the_io_to_the_device() {
+        // fio runs a job without filename= or size= on the device (its size
+        // is the device's); the simulation must too, not refuse it for
+        // want of size= or put directory= jobs on a file system.
+        let d = dir();
+        let p = d.path().join("j.fio");
+        std::fs::write(
+            &p,
+            "[a]
+rw=randread
+bs=4k
+runtime=1
+time_based
+[b]
+directory=/tmp
+size=1m
+rw=read
+",
+        )
+        .unwrap();
+        let text = sim_text_for_device(&p, "/dev/loop7", &no_env)
+            .unwrap()
+            .expect("no traces: a text");
+        let spec =
+            crate::run::RunSpec::new(crate::run::JobSource::text("j.fio", &text)).device("ram");
+        let spec = crate::run::RunSpec {
+            max_runtime_ns: Some(crate::sim::time::NS_PER_MS),
+            ..spec
+        };
+        let jf = crate::run::parse_job(&spec).unwrap();
+        for j in &jf.jobs {
+            assert_eq!(j.filenames, vec!["/dev/loop7".to_string()], "{text}");
+        }
+        crate::run::run(&spec).expect("the simulator runs it");
+        // A job that replays a trace keeps its own text.
+        std::fs::write(
+            d.path().join("t.log"),
+            "fio version 2 iolog\n/dev/vdb add\n/dev/vdb open\n/dev/vdb read 0 4096\n/dev/vdb close\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &p,
+            format!("[a]\nread_iolog={}\n", d.path().join("t.log").display()),
+        )
+        .unwrap();
+        assert_eq!(
+            sim_text_for_device(&p, "/dev/loop7", &no_env).unwrap(),
+            None
+        );
     }
 
     #[test]

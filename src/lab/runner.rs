@@ -220,6 +220,26 @@ pub fn not_offered_reason(name: &str) -> String {
     }
 }
 
+/// The schedulers a current kernel can have (the registry's `lab` ones)
+/// that `offered` lacks, each with why it is not run.
+fn missing_defaults(offered: &[String]) -> Vec<(String, String)> {
+    crate::sched::SCHEDULERS
+        .iter()
+        .filter(|t| t.lab && !offered.iter().any(|n| n == t.name))
+        .map(|t| (t.name.to_string(), missing_reason(t.name)))
+        .collect()
+}
+
+/// Why a scheduler the real kernel can have is not offered when the lab
+/// runs its default set: the kernel loads a scheduler's module when its
+/// name is written to `queue/scheduler` (`request_module("%s-iosched")` in
+/// block/elevator.c), so a name still missing after that is not built.
+fn missing_reason(name: &str) -> String {
+    format!(
+        "not offered by this kernel for this device (not built in, or its module is missing: `echo {name} > /sys/block/DEV/queue/scheduler` loads it if it exists); not run"
+    )
+}
+
 /// The device named on the command line: it must exist and be a block
 /// device (bad input otherwise).
 pub fn open_device(dev: &str) -> Result<BlockDev, LabError> {
@@ -294,6 +314,12 @@ pub fn run_lab(o: &LabOptions) -> Result<LabResult, LabError> {
         } else {
             result.skipped.push((s.clone(), not_offered_reason(s)));
         }
+    }
+    if o.schedulers.is_none() {
+        // The default is what the kernel offers; say which of the
+        // schedulers the real kernel can have are missing from it, so a
+        // missing one is not mistaken for one left out on purpose.
+        result.skipped.extend(missing_defaults(&offered));
     }
     if result.schedulers.is_empty() {
         return Err(LabError::input(format!(
@@ -656,5 +682,19 @@ mod tests {
         assert!(not_offered_reason("deadline").contains("simulation only"));
         assert!(not_offered_reason("tpps").contains("simulation only"));
         assert!(not_offered_reason("kyber").contains("not offered"));
+    }
+
+    #[test]
+    fn a_kernel_without_bfq_has_it_named_as_missing() {
+        let offered: Vec<String> = ["none", "mq-deadline", "kyber"].map(String::from).into();
+        let missing = missing_defaults(&offered);
+        let names: Vec<&str> = missing.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["bfq"]);
+        assert!(missing[0].1.contains("echo bfq > "), "{}", missing[0].1);
+        // Schedulers of older kernels are never expected of a current one.
+        let all: Vec<String> = ["none", "mq-deadline", "kyber", "bfq"]
+            .map(String::from)
+            .into();
+        assert!(missing_defaults(&all).is_empty());
     }
 }
