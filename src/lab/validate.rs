@@ -805,6 +805,11 @@ pub struct Verdict {
     pub tolerance: f64,
     /// The group and direction of the worst deviation.
     pub at: String,
+    /// Half the range of the measured rounds there, in the deviation's
+    /// units: when it is wider than the tolerance, the rounds disagree
+    /// among themselves by more than the check allows the model, and the
+    /// verdict says so (it is kept: the median is still the reference).
+    pub spread: f64,
 }
 
 impl Verdict {
@@ -828,12 +833,25 @@ impl Verdict {
                 format!("±{:.0}%", self.tolerance * 100.0),
             )
         };
-        format!(
+        let mut line = format!(
             "check {:<24} worst {worst} ({}) within {tol}: {}",
             self.what,
             self.at,
             if self.ok() { "ok" } else { "OFF" }
-        )
+        );
+        if self.spread > self.tolerance {
+            let spread = if self.what.starts_with("share") {
+                format!("±{:.1} points", self.spread * 100.0)
+            } else if self.what.starts_with("ratio") || self.what.starts_with("even") {
+                format!("±{:.3}", self.spread)
+            } else {
+                format!("±{:.1}%", self.spread * 100.0)
+            };
+            line.push_str(&format!(
+                " (the rounds there spread {spread}, wider than the check: measure more rounds)"
+            ));
+        }
+        line
     }
 }
 
@@ -841,13 +859,14 @@ impl Verdict {
 /// median; for `first` itself, IOPS and mean latency against measured.
 pub fn verdicts(rows: &[Row], first: &str) -> Vec<Verdict> {
     let mut out: Vec<Verdict> = Vec::new();
-    let mut worse = |what: String, dev: f64, tolerance: f64, at: String| match out
+    let mut worse = |what: String, (dev, spread): (f64, f64), tolerance: f64, at: String| match out
         .iter_mut()
         .find(|v| v.what == what)
     {
         Some(v) if dev.abs() > v.worst.abs() => {
             v.worst = dev;
             v.at = at;
+            v.spread = spread;
         }
         Some(_) => {}
         None => out.push(Verdict {
@@ -855,16 +874,20 @@ pub fn verdicts(rows: &[Row], first: &str) -> Vec<Verdict> {
             worst: dev,
             tolerance,
             at,
+            spread,
         }),
     };
+    // The deviation from the median and the rounds' half range, absolute
+    // (ratios, shares, evenness) or relative to the median (IOPS, latency).
+    let absolute = |m: &Stat, sim: f64| (sim - m.median, (m.max - m.min) / 2.0);
+    let relative = |m: &Stat, sim: f64| (sim / m.median - 1.0, (m.max - m.min) / (2.0 * m.median));
     for r in rows {
         let Some(g) = &r.sim else { continue };
         let at = format!("{} {}", r.name, dir_name(r.dir));
         if let (Some(m), Some(ss)) = (&r.meas_share, r.sim_share) {
-            let e = ss - m.median;
             worse(
                 format!("share {}", r.scheduler),
-                e,
+                absolute(m, ss),
                 SHARE_TOLERANCE,
                 at.clone(),
             );
@@ -872,22 +895,22 @@ pub fn verdicts(rows: &[Row], first: &str) -> Vec<Verdict> {
         if let (Some(m), Some(se)) = (&r.meas_evenness, r.sim_evenness) {
             worse(
                 format!("even {}", r.scheduler),
-                se - m.median,
+                absolute(m, se),
                 EVENNESS_TOLERANCE,
                 at.clone(),
             );
         }
         if r.scheduler == first {
             if r.meas_iops.median > 0.0 {
-                let e = g.iops / r.meas_iops.median - 1.0;
+                let e = relative(&r.meas_iops, g.iops);
                 worse(format!("iops {first}"), e, IOPS_TOLERANCE, at.clone());
             }
             if r.meas_lat.median > 0.0 {
-                let e = g.lat_mean_us / r.meas_lat.median - 1.0;
+                let e = relative(&r.meas_lat, g.lat_mean_us);
                 worse(format!("lat {first}"), e, LAT_TOLERANCE, at);
             }
         } else if let (Some(m), Some(sr)) = (&r.meas_ratio, r.sim_ratio) {
-            let e = sr - m.median;
+            let e = absolute(m, sr);
             worse(format!("ratio {}", r.scheduler), e, RATIO_TOLERANCE, at);
         }
     }
@@ -930,7 +953,7 @@ pub fn to_json(inp: &Inputs) -> Value {
             "mape_p99": sum.mape_p99,
             "mape_iops_ratio": sum.mape_ratio,
             "checks": verdicts(&rows, inp.lab.schedulers.first().map_or("", |s| s.as_str())).iter().map(|v| json!({
-                "check": v.what, "worst": v.worst, "tolerance": v.tolerance, "at": v.at, "ok": v.ok(),
+                "check": v.what, "worst": v.worst, "tolerance": v.tolerance, "at": v.at, "ok": v.ok(), "rounds_spread": v.spread,
             })).collect::<Vec<_>>(),
         },
         "not_run": inp.lab.skipped.iter().map(|(s, w)| json!({"scheduler": s, "reason": w})).collect::<Vec<_>>(),
@@ -1055,6 +1078,39 @@ mod tests {
         assert!(get("ratio mq-deadline").ok(), "-0.07 is the edge");
         assert!(!get("ratio bfq").ok(), "-0.08 is off");
         assert!(get("ratio bfq").line().ends_with("OFF"));
+    }
+
+    #[test]
+    fn rounds_that_spread_wider_than_the_check_are_named() {
+        // 2026-12-06c: mq-deadline's QD64 ratio measured 0.69, 0.78 and
+        // 1.07 in three rounds; a ±0.07 check against their median is
+        // decided by the host's moods, and the line says so.
+        let mut r = row("mq-deadline", 0.78, 0.81, (230000.0, 270000.0));
+        r.meas_ratio = Stat::of(&[0.69, 0.78, 1.07]);
+        let v = verdicts(&[r.clone()], "none");
+        let ratio = v.iter().find(|x| x.what == "ratio mq-deadline").unwrap();
+        assert!(ratio.ok());
+        assert!((ratio.spread - 0.19).abs() < 1e-9, "{}", ratio.spread);
+        assert!(
+            ratio.line().contains("spread ±0.190, wider than the check"),
+            "{}",
+            ratio.line()
+        );
+        // Rounds that agree within the tolerance add nothing.
+        r.meas_ratio = Stat::of(&[0.76, 0.78, 0.80]);
+        let v = verdicts(&[r], "none");
+        let line = v
+            .iter()
+            .find(|x| x.what == "ratio mq-deadline")
+            .unwrap()
+            .line();
+        assert!(line.ends_with(": ok"), "{line}");
+        // The first scheduler's IOPS: relative to the median.
+        let mut n = row("none", 1.0, 1.0, (300000.0, 310000.0));
+        n.meas_iops = Stat::of(&[240000.0, 300000.0, 360000.0]).unwrap();
+        let v = verdicts(&[n], "none");
+        let iops = v.iter().find(|x| x.what == "iops none").unwrap();
+        assert!(iops.line().contains("spread ±20.0%"), "{}", iops.line());
     }
 
     #[test]
