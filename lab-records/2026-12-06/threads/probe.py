@@ -4,7 +4,9 @@ import os, sys, time, subprocess, json, re
 dev, qd, sched = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 jobfile = sys.argv[4] if len(sys.argv) > 4 else None
 name = os.path.basename(dev)
-open(f'/sys/block/{name}/queue/scheduler','w').write(sched)
+with open(f'/sys/block/{name}/queue/scheduler','w') as f:
+    f.write(sched)  # closed here: a name the kernel refuses raises instead of being dropped
+assert f'[{sched}]' in open(f'/sys/block/{name}/queue/scheduler').read(), sched
 def snap():
     t = {}
     for pid in os.listdir('/proc'):
