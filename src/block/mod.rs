@@ -301,6 +301,8 @@ pub struct BlockLayer {
     /// Softirq runs the device raised so far, and the completions they ran.
     pub softirq_runs: u64,
     pub softirq_completions: u64,
+    /// Device work charged to the submitting task (`inline_cpu_ns`), ns.
+    pub inline_device_ns: Ns,
     /// The CPU that issued the last command (a device's kernel thread
     /// woken by it runs elsewhere when it can).
     last_issue_cpu: u16,
@@ -467,6 +469,7 @@ impl BlockLayer {
             softirq_free: Vec::new(),
             softirq_runs: 0,
             softirq_completions: 0,
+            inline_device_ns: 0,
             last_issue_cpu: 0,
             hash: vec![Vec::new(); merge::ELV_HASH_BUCKETS],
             last_merge: NIL,
@@ -1492,7 +1495,9 @@ impl BlockLayer {
     fn device_cpu_out(&mut self) {
         let inline = std::mem::take(&mut self.dev_out.inline_cpu_ns);
         if inline > 0 {
-            self.cpu.charge(self.machine.scale_ns(inline));
+            let ns = self.machine.scale_ns(inline);
+            self.inline_device_ns += ns;
+            self.cpu.charge(ns);
         }
         for i in 0..self.dev_out.complete_cpu.len() {
             let (id, cpu) = self.dev_out.complete_cpu[i];

@@ -589,18 +589,72 @@ fn entry_stats(e: &Value, spec: &JobSpec) -> JobStats {
 }
 
 /// Busy and steal CPU time of the whole machine from /proc/stat, in ns,
-/// and the BLOCK softirqs run (its `softirq` line).
+/// the BLOCK softirqs run (its `softirq` line), and the CPU time of the
+/// block layer's kernel threads.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CpuTimes {
     pub busy_ns: Ns,
     pub steal_ns: Ns,
     pub block_softirqs: u64,
+    /// CPU time of the kworkers and ksoftirqds (`/proc/PID/schedstat`, its
+    /// first field: ns on a CPU), where a loop device's commands,
+    /// completions raised from process context and kblockd's queue runs
+    /// execute; None when /proc could not be read (or a record kept before
+    /// it was counted). A kworker that exits during a run takes its time
+    /// with it; one created during it counts from 0.
+    pub kthread_ns: Option<Ns>,
+}
+
+/// Whether a thread of this name (`/proc/PID/comm`) is one of the kernel
+/// threads [`CpuTimes::kthread_ns`] counts. A kworker's name carries the
+/// work it runs (`kworker/u4:2+loop0`), which changes; the prefix stays.
+pub fn is_block_kthread(comm: &str) -> bool {
+    comm.starts_with("kworker/") || comm.starts_with("ksoftirqd/")
+}
+
+/// The first field of a `schedstat` file: ns the task ran on a CPU.
+pub fn schedstat_run_ns(text: &str) -> Option<Ns> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// The CPU time of every kernel thread [`is_block_kthread`] names, from
+/// /proc; None if /proc cannot be listed.
+fn kthread_ns_now() -> Option<Ns> {
+    let mut total: Ns = 0;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let dir = Path::new("/proc").join(pid);
+        // Threads vanish between listing and reading: skip those.
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+            continue;
+        };
+        if !is_block_kthread(comm.trim_end()) {
+            continue;
+        }
+        if let Some(ns) = std::fs::read_to_string(dir.join("schedstat"))
+            .ok()
+            .as_deref()
+            .and_then(schedstat_run_ns)
+        {
+            total += ns;
+        }
+    }
+    Some(total)
 }
 
 impl CpuTimes {
     pub fn now() -> CpuTimes {
         let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        CpuTimes::parse(&text, signal::clock_ticks())
+        CpuTimes {
+            kthread_ns: kthread_ns_now(),
+            ..CpuTimes::parse(&text, signal::clock_ticks())
+        }
     }
 
     /// busy = user + nice + system + irq + softirq; steal separately.
@@ -627,6 +681,7 @@ impl CpuTimes {
             busy_ns: to_ns(g(0) + g(1) + g(2) + g(5) + g(6)),
             steal_ns: to_ns(g(7)),
             block_softirqs,
+            kthread_ns: None,
         }
     }
 
@@ -635,6 +690,10 @@ impl CpuTimes {
             busy_ns: self.busy_ns.saturating_sub(earlier.busy_ns),
             steal_ns: self.steal_ns.saturating_sub(earlier.steal_ns),
             block_softirqs: self.block_softirqs.saturating_sub(earlier.block_softirqs),
+            kthread_ns: match (self.kthread_ns, earlier.kthread_ns) {
+                (Some(now), Some(then)) => Some(now.saturating_sub(then)),
+                _ => None,
+            },
         }
     }
 }
@@ -651,6 +710,29 @@ mod tests {
         assert_eq!(c.busy_ns, 156 * 10_000_000);
         assert_eq!(c.steal_ns, 4 * 10_000_000);
         assert_eq!(c.block_softirqs, 77);
+        assert_eq!(c.kthread_ns, None, "not in /proc/stat");
+    }
+
+    #[test]
+    fn block_kthreads_by_name_and_their_cpu_time() {
+        for comm in ["kworker/u4:2+loop0", "kworker/1:1H-kblockd", "ksoftirqd/0"] {
+            assert!(is_block_kthread(comm), "{comm}");
+        }
+        for comm in ["fio", "kthreadd", "rcu_preempt", "loop0"] {
+            assert!(!is_block_kthread(comm), "{comm}");
+        }
+        assert_eq!(schedstat_run_ns("1234567 89 10\n"), Some(1_234_567));
+        assert_eq!(schedstat_run_ns(""), None);
+        let a = CpuTimes {
+            kthread_ns: Some(5_000),
+            ..CpuTimes::default()
+        };
+        let b = CpuTimes {
+            kthread_ns: Some(12_000),
+            ..CpuTimes::default()
+        };
+        assert_eq!(b.since(&a).kthread_ns, Some(7_000));
+        assert_eq!(b.since(&CpuTimes::default()).kthread_ns, None);
     }
 
     #[test]

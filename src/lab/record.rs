@@ -52,6 +52,10 @@ struct RecordedRun {
     steal_ns: Ns,
     #[serde(default)]
     block_softirqs: u64,
+    /// The kworkers' and ksoftirqds' CPU time (absent in records kept
+    /// before 2026-12-06e's build).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kthread_ns: Option<Ns>,
     wall_ns: Ns,
     knobs: Vec<(String, String)>,
     /// The device's `stat` over the run, in the kernel's field order.
@@ -114,6 +118,7 @@ pub fn save(
                 busy_ns: x.cpu.busy_ns,
                 steal_ns: x.cpu.steal_ns,
                 block_softirqs: x.cpu.block_softirqs,
+                kthread_ns: x.cpu.kthread_ns,
                 wall_ns: x.wall_ns,
                 knobs: x.report.elevator.knobs.clone(),
                 disk_stat: x.report.elevator.disk_stats.as_ref().map(stat_line),
@@ -183,6 +188,7 @@ pub fn load(dir: &Path, job: &Path) -> Result<(LabResult, RecordedOptions), Stri
                 busy_ns: x.busy_ns,
                 steal_ns: x.steal_ns,
                 block_softirqs: x.block_softirqs,
+                kthread_ns: x.kthread_ns,
             },
             wall_ns: x.wall_ns,
             disk_log: Vec::new(),
@@ -254,6 +260,7 @@ mod tests {
                     busy_ns: 7_000_000 * round as u64,
                     steal_ns: 5,
                     block_softirqs: 40_000 + round as u64,
+                    kthread_ns: (round == 2).then_some(3_000_000),
                 },
                 wall_ns: 1_100_000_000,
                 disk_log: Vec::new(),

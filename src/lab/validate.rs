@@ -14,7 +14,7 @@ use crate::report::table::{align, dir_name, group_rows, num, GroupRow, Stat};
 use crate::report::RunReport;
 use crate::run::{self, JobSource, RunSpec};
 use crate::sched;
-use crate::sim::time::Ns;
+use crate::sim::time::{Ns, NS_PER_MS};
 use serde_json::{json, Value};
 use std::fmt::Write;
 
@@ -706,11 +706,11 @@ fn evenness_lines(rows: &[Row]) -> Vec<String> {
 }
 
 /// The whole machine's busy CPU time per completed I/O, the jobs' own CPU
-/// use (fio's usr+sys, summed over the jobs), their context switches and
-/// the BLOCK softirq runs per I/O, per scheduler: the median of the rounds
-/// and the simulation. On a CPU-bound device these
-/// say which side of the model is too costly: the submitting tasks or the
-/// rest (the device's worker, completions).
+/// use (fio's usr+sys, summed over the jobs), the kernel threads' CPU per
+/// I/O, the jobs' context switches and the BLOCK softirq runs per I/O, per
+/// scheduler: the median of the rounds and the simulation. On a CPU-bound
+/// device these say which side of the model is too costly: the submitting
+/// tasks or the rest (the device's worker, completions).
 fn cpu_lines(inp: &Inputs) -> Vec<String> {
     let jobs_cpu = |r: &RunReport| -> f64 { super::calibrate::jobs_cpu_pcts(r).iter().sum() };
     let ios = |r: &RunReport| r.completed_ios() as f64;
@@ -720,6 +720,7 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
     let mut fio = Vec::new();
     let mut ctx = Vec::new();
     let mut softirqs = Vec::new();
+    let mut kthreads = Vec::new();
     for sched in &inp.lab.schedulers {
         let runs = inp.lab.runs_of(sched);
         let of = |f: &dyn Fn(&super::runner::LabRun) -> f64| {
@@ -728,6 +729,11 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
         let meas_io = of(&|x| x.cpu_us_per_io());
         let meas_fio = of(&|x| jobs_cpu(&x.report));
         let meas_ctx = of(&|x| ctx_per_io(&x.report));
+        let meas_kthreads = of(&|x| {
+            x.cpu
+                .kthread_ns
+                .map_or(f64::NAN, |ns| ns as f64 / 1000.0 / ios(&x.report))
+        });
         // A record kept before the count was taken reads 0 (shown as "-"):
         // every completion of a real device raises BLOCK_SOFTIRQ or runs
         // in one.
@@ -758,6 +764,7 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
         let sim_softirqs =
             sim.and_then(|r| Some(r.elevator.counters?.softirq_runs as f64 / ios(r)));
         softirqs.push(show(meas_softirqs, sim_softirqs, 3));
+        kthreads.push(show(meas_kthreads, sim.and_then(sim_kthread_us_per_io), 2));
     }
     vec![
         format!(
@@ -769,6 +776,10 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
             fio.join(", ")
         ),
         format!(
+            "kernel threads' CPU per I/O, us (measured: the kworkers' and ksoftirqds' /proc/PID/schedstat; simulated: the machine's beyond the jobs', with the device work a job ran for its worker): {}",
+            kthreads.join(", ")
+        ),
+        format!(
             "fio's context switches per I/O (measured median / simulated): {}",
             ctx.join(", ")
         ),
@@ -777,6 +788,23 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
             softirqs.join(", ")
         ),
     ]
+}
+
+/// A simulation's CPU per I/O outside its jobs' tasks, us: the machine's
+/// busy time less the jobs' own (fio's usr+sys), plus the device work a
+/// job ran in `queue_rq` for the device's worker, which the kernel counts
+/// as the worker's (a kworker run on the submitter's CPU). The counterpart
+/// of the lab's kworker and ksoftirqd time on a CPU-bound device.
+fn sim_kthread_us_per_io(r: &RunReport) -> Option<f64> {
+    let busy = r.elevator.cpu_busy_ns?;
+    let inline = r.elevator.counters?.inline_device_ns;
+    let jobs_ns: u64 = r
+        .jobs
+        .iter()
+        .map(|j| (j.stats.usr_time_ms + j.stats.sys_time_ms) * NS_PER_MS)
+        .sum();
+    let ios = r.completed_ios();
+    (ios > 0).then(|| (busy.saturating_sub(jobs_ns) + inline) as f64 / 1000.0 / ios as f64)
 }
 
 /// How far the simulated IOPS ratio to the first scheduler may be from the

@@ -99,6 +99,11 @@ pub struct SimCounters {
     /// worker's completions), and the completions they ran.
     pub softirq_runs: u64,
     pub softirq_completions: u64,
+    /// CPU time of device work a submitter ran inside `queue_rq` for the
+    /// device's worker (the loop worker's commands run on the submitter's
+    /// CPU, `[loop] nowait_percent`): counted in that task's CPU here,
+    /// where the kernel counts it as its kworker's.
+    pub inline_device_ns: u64,
 }
 
 /// What the mounted file system did.

@@ -1217,6 +1217,7 @@ impl Simulation {
             io_wakeups_charged: self.tasks.iter().map(|t| t.job.io_wakeups_charged).sum(),
             softirq_runs: self.block.softirq_runs,
             softirq_completions: self.block.softirq_completions,
+            inline_device_ns: self.block.inline_device_ns,
         };
         // Log files that failed to write: the run's warnings say which.
         let mut warnings = std::mem::take(&mut self.block.warnings);
