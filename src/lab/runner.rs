@@ -469,8 +469,8 @@ fn knobs_as_set(
     knobs
 }
 
-/// `--verbose`: a round's IOPS, CPU per I/O and steal, and fio's first
-/// warnings.
+/// `--verbose`: a round's IOPS, CPU per I/O (and the kernel threads' part
+/// of it), steal, and fio's first warnings.
 fn print_round(run: &LabRun, fio_stderr: &str) {
     let ios = run.report.completed_ios();
     let secs = run
@@ -481,8 +481,15 @@ fn print_round(run: &LabRun, fio_stderr: &str) {
         .max()
         .unwrap_or(0) as f64
         / 1e9;
+    let kthreads = match run.cpu.kthread_ns {
+        Some(ns) if ios > 0 => format!(
+            " ({:.2} in kernel threads)",
+            ns as f64 / 1000.0 / ios as f64
+        ),
+        _ => String::new(),
+    };
     super::say::line(&format!(
-        "{:.0} IOPS in all, {:.2} CPU us/IO, steal {:.2} s",
+        "{:.0} IOPS in all, {:.2} CPU us/IO{kthreads}, steal {:.2} s",
         if secs > 0.0 { ios as f64 / secs } else { 0.0 },
         run.cpu_us_per_io(),
         run.cpu.steal_ns as f64 / 1e9
