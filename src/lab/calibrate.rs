@@ -285,6 +285,12 @@ pub struct Point {
     /// the completions' share.
     #[serde(default)]
     pub job_cpu_pct: Option<f64>,
+    /// CPU per completed I/O of the kernel threads, us: measured, the
+    /// kworkers' and ksoftirqds' (`CpuTimes::kthread_ns`); simulated, the
+    /// machine's beyond the jobs' ([`kthread_us_per_io`]). Shown beside the
+    /// fit, not fitted; probes saved before 2026-12-06f have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kthread_us_per_io: Option<f64>,
     /// A probe of several jobs: the lowest job's IOPS over the highest's
     /// (each job reported alone, no group_reporting). Whether the jobs share
     /// the CPUs evenly is a property of the CPU sharing the fit chooses;
@@ -325,6 +331,7 @@ impl Point {
             p.cpu_us_per_io = per_io(report, busy);
         }
         p.job_cpu_pct = job_cpu_pct(report);
+        p.kthread_us_per_io = kthread_us_per_io(report);
         p
     }
 
@@ -336,6 +343,23 @@ impl Point {
     fn main(&self) -> DirPoint {
         self.read.or(self.write).unwrap_or_default()
     }
+}
+
+/// A simulation's CPU per I/O outside its jobs' tasks, us: the machine's
+/// busy time less the jobs' own (fio's usr+sys), plus the device work a
+/// job ran in `queue_rq` for the device's worker, which the kernel counts
+/// as the worker's (a kworker run on the submitter's CPU). The counterpart
+/// of the lab's kworker and ksoftirqd time on a CPU-bound device; None for
+/// a measured report (no simulated busy time).
+pub fn kthread_us_per_io(r: &crate::report::RunReport) -> Option<f64> {
+    let busy = r.elevator.cpu_busy_ns?;
+    let inline = r.elevator.counters?.inline_device_ns;
+    let jobs_ns: u64 = r
+        .jobs
+        .iter()
+        .map(|j| (j.stats.usr_time_ms + j.stats.sys_time_ms) * NS_PER_MS)
+        .sum();
+    per_io(r, busy.saturating_sub(jobs_ns) + inline)
 }
 
 /// `busy_ns` of CPU time per completed I/O of `report`, us.
@@ -385,12 +409,14 @@ fn median_point(v: &[Point]) -> Point {
     let cpu: Vec<f64> = v.iter().filter_map(|p| p.cpu_us_per_io).collect();
     let job: Vec<f64> = v.iter().filter_map(|p| p.job_cpu_pct).collect();
     let even: Vec<f64> = v.iter().filter_map(|p| p.evenness).collect();
+    let kthreads: Vec<f64> = v.iter().filter_map(|p| p.kthread_us_per_io).collect();
     Point {
         read: pick(&|p| p.read),
         write: pick(&|p| p.write),
         cpu_us_per_io: (!cpu.is_empty()).then(|| median(&cpu)),
         job_cpu_pct: (!job.is_empty()).then(|| median(&job)),
         evenness: (!even.is_empty()).then(|| median(&even)),
+        kthread_us_per_io: (!kthreads.is_empty()).then(|| median(&kthreads)),
     }
 }
 
@@ -1154,10 +1180,11 @@ pub fn measure(
             s.settle(Duration::from_millis(100))?;
             let cpu0 = fio::CpuTimes::now();
             let r = s.run_fio(&job).map_err(|e| format!("probe {label}: {e}"))?;
-            let busy = fio::CpuTimes::now().since(&cpu0).busy_ns;
+            let cpu = fio::CpuTimes::now().since(&cpu0);
             let rep = fio::parse_json(&r.json, None)?;
             let mut pt = Point::of(&rep);
-            pt.cpu_us_per_io = per_io(&rep, busy);
+            pt.cpu_us_per_io = per_io(&rep, cpu.busy_ns);
+            pt.kthread_us_per_io = cpu.kthread_ns.and_then(|ns| per_io(&rep, ns));
             if verbose {
                 let d = pt.main();
                 super::say::line(&format!(
@@ -1482,6 +1509,9 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
         "meas fio cpu%".into(),
         "fit".into(),
         "err".into(),
+        "meas kthr us/io".into(),
+        "fit".into(),
+        "err".into(),
         "meas even".into(),
         "fit".into(),
         "diff".into(),
@@ -1536,7 +1566,11 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
                 }
             };
             let last = rows.last_mut().expect("row");
-            for (mc, sc) in [pair(|p| p.cpu_us_per_io), pair(|p| p.job_cpu_pct)] {
+            for (mc, sc) in [
+                pair(|p| p.cpu_us_per_io),
+                pair(|p| p.job_cpu_pct),
+                pair(|p| p.kthread_us_per_io),
+            ] {
                 last.extend([
                     mc.map_or("-".into(), num),
                     sc.map_or("-".into(), num),
@@ -1981,6 +2015,7 @@ mod tests {
             cpu_us_per_io: cpu,
             job_cpu_pct: None,
             evenness: None,
+            kthread_us_per_io: None,
         };
         let note = hook_bound_note("upper", Some(&at(Some(5.65))), Some(&at(Some(5.07))));
         assert!(note.contains("upper bound"), "{note}");
@@ -2382,6 +2417,42 @@ mod tests {
         assert!(e > 0.0 && e <= 1.0, "{e}");
         let p1 = Point::of(&run(&one.job("/dev/x", 50 * NS_PER_MS)));
         assert_eq!(p1.evenness, None);
+    }
+
+    /// A simulated probe's kernel-thread CPU is the machine's beyond the
+    /// jobs' own, plus the loop commands a job ran for the worker; a
+    /// measured report has none; a probe file saved before the field reads.
+    #[test]
+    fn kernel_thread_cpu_of_a_simulated_probe() {
+        let probe = PROBES.iter().find(|p| p.name == "randread-qd16").unwrap();
+        let text = probe.job("/dev/x", 50 * NS_PER_MS);
+        let at = |nowait: u32| {
+            let mut prof = crate::device::profile::builtin("loop").unwrap();
+            prof.loop_dev.as_mut().unwrap().nowait_percent = nowait;
+            let settings = SimSettings::plain(prof, 2);
+            simulate_with(&JobSource::text("p.fio", &text), "none", &settings).unwrap()
+        };
+        let r = at(0);
+        let whole = r.elevator.cpu_busy_ns.unwrap();
+        let k = Point::of(&r).kthread_us_per_io.expect("simulated");
+        let c = Point::of(&r).cpu_us_per_io.unwrap();
+        assert!(k > 0.0 && k < c, "kernel threads {k} of {c} us per I/O");
+        assert_eq!(r.elevator.counters.unwrap().inline_device_ns, 0);
+        let inline = at(100);
+        assert!(inline.elevator.counters.unwrap().inline_device_ns > 0);
+        let ki = Point::of(&inline).kthread_us_per_io.unwrap();
+        assert!(
+            ki > 0.0,
+            "the worker's commands still count as its own: {ki}"
+        );
+        assert!(whole > 0);
+        let mut measured = r.clone();
+        measured.elevator.cpu_busy_ns = None;
+        assert_eq!(kthread_us_per_io(&measured), None);
+        let old: Point = serde_json::from_str(r#"{"read":null,"write":null}"#).unwrap();
+        assert_eq!(old.kthread_us_per_io, None);
+        let text = serde_json::to_string(&Point::of(&r)).unwrap();
+        assert!(text.contains("kthread_us_per_io"), "{text}");
     }
 
     /// The way the worker shares the CPUs: on a device simulated with the

@@ -14,7 +14,7 @@ use crate::report::table::{align, dir_name, group_rows, num, GroupRow, Stat};
 use crate::report::RunReport;
 use crate::run::{self, JobSource, RunSpec};
 use crate::sched;
-use crate::sim::time::{Ns, NS_PER_MS};
+use crate::sim::time::Ns;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
@@ -764,7 +764,11 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
         let sim_softirqs =
             sim.and_then(|r| Some(r.elevator.counters?.softirq_runs as f64 / ios(r)));
         softirqs.push(show(meas_softirqs, sim_softirqs, 3));
-        kthreads.push(show(meas_kthreads, sim.and_then(sim_kthread_us_per_io), 2));
+        kthreads.push(show(
+            meas_kthreads,
+            sim.and_then(super::calibrate::kthread_us_per_io),
+            2,
+        ));
     }
     vec![
         format!(
@@ -788,23 +792,6 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
             softirqs.join(", ")
         ),
     ]
-}
-
-/// A simulation's CPU per I/O outside its jobs' tasks, us: the machine's
-/// busy time less the jobs' own (fio's usr+sys), plus the device work a
-/// job ran in `queue_rq` for the device's worker, which the kernel counts
-/// as the worker's (a kworker run on the submitter's CPU). The counterpart
-/// of the lab's kworker and ksoftirqd time on a CPU-bound device.
-fn sim_kthread_us_per_io(r: &RunReport) -> Option<f64> {
-    let busy = r.elevator.cpu_busy_ns?;
-    let inline = r.elevator.counters?.inline_device_ns;
-    let jobs_ns: u64 = r
-        .jobs
-        .iter()
-        .map(|j| (j.stats.usr_time_ms + j.stats.sys_time_ms) * NS_PER_MS)
-        .sum();
-    let ios = r.completed_ios();
-    (ios > 0).then(|| (busy.saturating_sub(jobs_ns) + inline) as f64 / 1000.0 / ios as f64)
 }
 
 /// How far the simulated IOPS ratio to the first scheduler may be from the
