@@ -288,7 +288,7 @@ pub struct Point {
     /// CPU per completed I/O of the kernel threads, us: measured, the
     /// kworkers' and ksoftirqds' (`CpuTimes::kthread_ns`); simulated, the
     /// machine's beyond the jobs' ([`kthread_us_per_io`]). Shown beside the
-    /// fit, not fitted; probes saved before 2026-12-06f have none.
+    /// fit, not fitted; probes saved before 2026-12-06g have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kthread_us_per_io: Option<f64>,
     /// A probe of several jobs: the lowest job's IOPS over the highest's
@@ -2434,8 +2434,9 @@ mod tests {
         };
         let r = at(0);
         let whole = r.elevator.cpu_busy_ns.unwrap();
-        let k = Point::of(&r).kthread_us_per_io.expect("simulated");
-        let c = Point::of(&r).cpu_us_per_io.unwrap();
+        let point = Point::of(&r);
+        let k = point.kthread_us_per_io.expect("simulated");
+        let c = point.cpu_us_per_io.unwrap();
         assert!(k > 0.0 && k < c, "kernel threads {k} of {c} us per I/O");
         assert_eq!(r.elevator.counters.unwrap().inline_device_ns, 0);
         let inline = at(100);
@@ -2451,7 +2452,7 @@ mod tests {
         assert_eq!(kthread_us_per_io(&measured), None);
         let old: Point = serde_json::from_str(r#"{"read":null,"write":null}"#).unwrap();
         assert_eq!(old.kthread_us_per_io, None);
-        let text = serde_json::to_string(&Point::of(&r)).unwrap();
+        let text = serde_json::to_string(&point).unwrap();
         assert!(text.contains("kthread_us_per_io"), "{text}");
     }
 

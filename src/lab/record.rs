@@ -53,7 +53,7 @@ struct RecordedRun {
     #[serde(default)]
     block_softirqs: u64,
     /// The kworkers' and ksoftirqds' CPU time (absent in records kept
-    /// before 2026-12-06e's build).
+    /// before 2026-12-06f).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kthread_ns: Option<Ns>,
     wall_ns: Ns,

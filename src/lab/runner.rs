@@ -179,6 +179,12 @@ impl LabRun {
             self.cpu.busy_ns as f64 / 1000.0 / ios as f64
         }
     }
+
+    /// The kworkers' and ksoftirqds' CPU per completed I/O, us; None when
+    /// not measured (or no I/O completed).
+    pub fn kthread_us_per_io(&self) -> Option<f64> {
+        super::calibrate::per_io(&self.report, self.cpu.kthread_ns?)
+    }
 }
 
 /// Everything a session produced.
@@ -481,13 +487,9 @@ fn print_round(run: &LabRun, fio_stderr: &str) {
         .max()
         .unwrap_or(0) as f64
         / 1e9;
-    let kthreads = match run.cpu.kthread_ns {
-        Some(ns) if ios > 0 => format!(
-            " ({:.2} in kernel threads)",
-            ns as f64 / 1000.0 / ios as f64
-        ),
-        _ => String::new(),
-    };
+    let kthreads = run
+        .kthread_us_per_io()
+        .map_or(String::new(), |us| format!(" ({us:.2} in kernel threads)"));
     super::say::line(&format!(
         "{:.0} IOPS in all, {:.2} CPU us/IO{kthreads}, steal {:.2} s",
         if secs > 0.0 { ios as f64 / secs } else { 0.0 },

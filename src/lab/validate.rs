@@ -729,11 +729,7 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
         let meas_io = of(&|x| x.cpu_us_per_io());
         let meas_fio = of(&|x| jobs_cpu(&x.report));
         let meas_ctx = of(&|x| ctx_per_io(&x.report));
-        let meas_kthreads = of(&|x| {
-            x.cpu
-                .kthread_ns
-                .map_or(f64::NAN, |ns| ns as f64 / 1000.0 / ios(&x.report))
-        });
+        let meas_kthreads = of(&|x| x.kthread_us_per_io().unwrap_or(f64::NAN));
         // A record kept before the count was taken reads 0 (shown as "-"):
         // every completion of a real device raises BLOCK_SOFTIRQ or runs
         // in one.
