@@ -765,6 +765,13 @@ impl BlockLayer {
         let i = self.cpu_index(cpu);
         self.cpu.set_held(i, held);
     }
+    /// Whether a task leaving `cpu` now hands it to another task or to the
+    /// device's parked worker (a switch they pay) rather than to idle.
+    pub fn cpu_has_a_taker(&self, cpu: u16) -> bool {
+        let i = self.cpu_index(cpu);
+        let w = &self.cpu.worker;
+        self.cpu.tasks_waiting(i) > 0 || (w.parked && w.park_on.is_none_or(|c| c == i))
+    }
     /// The CPU the device's kernel worker runs its list on, when seated.
     pub fn worker_on(&self) -> Option<u16> {
         self.cpu.worker.on

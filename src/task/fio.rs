@@ -509,6 +509,13 @@ impl FioJob {
         task.sleep = Some(SleepReason::Io);
         self.io_woken = false;
         self.io_sleeps += 1;
+        // Its CPU goes idle: the switch to the idle task is the sleeper's
+        // (a task or worker that takes the CPU pays its own switch in).
+        if self.costs.sleep_switch_ns > 0 && !cx.block.cpu_has_a_taker(task.cpu) {
+            cx.block.cpu_begin(task.cpu, cx.now);
+            cx.block.cpu_charge(self.costs.sleep_switch_ns);
+            cx.block.cpu_end();
+        }
         if next != Ns::MAX {
             cx.wake_at(task, next);
         }
