@@ -180,7 +180,7 @@ fn two_jobs_share_the_workers_cpu_on_a_calibrated_profile() {
 /// (wake-ups charged <= sleeps ended) fails the run if that comes back.
 /// Since fio pays its switch to the idle task (2026-12-06h) it is slower
 /// per sleep and finds completions waiting more often: 0.08 sleeps per I/O
-/// here, under the kernel's 0.19-0.28 (0.13-0.26 before). That gap is open
+/// here, under the kernel's 0.19-0.28 (0.153 before). That gap is open
 /// (lab-records/README.md, 2026-12-06h); the bound keeps the sleeps a
 /// regular part of QD4, not an exception.
 #[test]
