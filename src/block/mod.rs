@@ -732,6 +732,13 @@ impl BlockLayer {
     pub fn cpu_end(&mut self) -> Ns {
         self.cpu.end()
     }
+    /// One piece of plain CPU work: `ns` on `cpu` from `at` (or once the
+    /// CPU is free). Returns when it ended.
+    pub fn cpu_run(&mut self, cpu: u16, at: Ns, ns: Ns) -> Ns {
+        self.cpu_begin(cpu, at);
+        self.cpu_charge(ns);
+        self.cpu_end()
+    }
     /// A task is woken at `at` onto `cpu`: if that CPU is idle then, the
     /// host's wake-up (`[cpu] wake_ns`, deeper after a longer idle: the IPI,
     /// the exit from idle, the switch) keeps it busy first. Returns when the
@@ -742,9 +749,7 @@ impl BlockLayer {
         if wake == 0 {
             return at;
         }
-        self.cpu_begin(cpu, at);
-        self.cpu_charge(wake);
-        self.cpu_end()
+        self.cpu_run(cpu, at, wake)
     }
 
     /// CPU time charged on every CPU so far.

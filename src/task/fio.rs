@@ -512,9 +512,8 @@ impl FioJob {
         // Its CPU goes idle: the switch to the idle task is the sleeper's
         // (a task or worker that takes the CPU pays its own switch in).
         if self.costs.sleep_switch_ns > 0 && !cx.block.cpu_has_a_taker(task.cpu) {
-            cx.block.cpu_begin(task.cpu, cx.now);
-            cx.block.cpu_charge(self.costs.sleep_switch_ns);
-            cx.block.cpu_end();
+            cx.block
+                .cpu_run(task.cpu, cx.now, self.costs.sleep_switch_ns);
         }
         if next != Ns::MAX {
             cx.wake_at(task, next);
@@ -1227,9 +1226,9 @@ impl FioJob {
                 self.stats.record_complete(n as u32);
             }
             // Reaping costs the task CPU time before it can submit again.
-            cx.block.cpu_begin(task.cpu, now);
-            cx.block.cpu_charge(self.costs.reap_per_io_ns * n as u64);
-            let end = cx.block.cpu_end();
+            let end = cx
+                .block
+                .cpu_run(task.cpu, now, self.costs.reap_per_io_ns * n as u64);
             task.busy_until = task.busy_until.max(end);
         }
     }
@@ -1328,9 +1327,7 @@ impl FioJob {
         let (first, end) = (iou.offset / PAGE, (iou.offset + iou.len).div_ceil(PAGE));
         let fs = cx.fs.as_deref_mut().expect("ext4");
         let ready = at.max(fs.conversion_free(file));
-        cx.block.cpu_begin(cpu, ready);
-        cx.block.cpu_charge(self.costs.dio_convert_ns);
-        let done = cx.block.cpu_end();
+        let done = cx.block.cpu_run(cpu, ready, self.costs.dio_convert_ns);
         let fs = cx.fs.as_deref_mut().expect("ext4");
         fs.dio_written(file, first, end, done);
         cx.kick_jbd2();

@@ -293,9 +293,7 @@ impl Flusher {
 
     /// The page walk's CPU time for `pages` put under writeback.
     fn charge_walk(&mut self, pages: u64, task: &mut Task, cx: &mut TaskCx) {
-        cx.block.cpu_begin(task.cpu, cx.now);
-        cx.block.cpu_charge(WALK_NS_PER_PAGE * pages);
-        let end = cx.block.cpu_end();
+        let end = cx.block.cpu_run(task.cpu, cx.now, WALK_NS_PER_PAGE * pages);
         task.busy_until = task.busy_until.max(end);
     }
 

@@ -190,9 +190,9 @@ impl Jbd2Task {
             }
         }
         self.runs = runs;
-        cx.block.cpu_begin(task.cpu, cx.now);
-        cx.block.cpu_charge(COPY_NS_PER_BLOCK * total);
-        let end = cx.block.cpu_end();
+        let end = cx
+            .block
+            .cpu_run(task.cpu, cx.now, COPY_NS_PER_BLOCK * total);
         task.busy_until = task.busy_until.max(end);
         self.stage = Stage::Log;
         self.submit(task, cx);

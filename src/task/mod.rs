@@ -257,9 +257,7 @@ impl TaskCx<'_> {
         match self.cpus.ask(task.id, task.cpu) {
             Grant::Run { switch_ns } => {
                 if switch_ns > 0 {
-                    self.block.cpu_begin(task.cpu, self.now);
-                    self.block.cpu_charge(switch_ns);
-                    self.block.cpu_end();
+                    self.block.cpu_run(task.cpu, self.now, switch_ns);
                 }
                 true
             }
