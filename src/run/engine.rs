@@ -776,6 +776,8 @@ impl Simulation {
     /// Kernel task `id` acts at `self.now`.
     #[cold]
     fn step_kernel_task(&mut self, id: u32) {
+        let cpu = self.kernel_task(id).cpu;
+        let busy_before = self.block.cpu_busy_ns(cpu);
         if self.is_flusher(id) {
             let (task, f, mut cx) = self.flusher_cx();
             f.step(task, &mut cx);
@@ -785,6 +787,11 @@ impl Simulation {
         } else {
             let (task, k, mut cx) = self.kcryptd_cx(id);
             k.step(task, &mut cx);
+        }
+        // These threads charge their CPU directly (outside the run queues),
+        // but running them is still a switch for the task that had the CPU.
+        if self.block.cpu_busy_ns(cpu) > busy_before {
+            self.runqueues.kernel_thread_ran(cpu);
         }
     }
 

@@ -243,8 +243,13 @@ impl TaskCx<'_> {
             self.wake_at(task, ready);
             return false;
         }
+        // Waiting only for interrupt work (completions) on the CPU it kept
+        // is no context switch: the task was never switched out.
+        if task.sleep == Some(SleepReason::Cpu) && self.cpus.still_switched_in(task.id, task.cpu) {
+            task.sleep = None;
+        }
         if !shared {
-            self.cpus.stop_waiting(task.id);
+            self.cpus.stop_waiting(task.id, task.cpu);
             return true;
         }
         if self.block.worker_seat().on == Some(task.cpu) {

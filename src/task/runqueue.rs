@@ -69,6 +69,11 @@ struct RunQueue {
     slice_used: Ns,
     /// Whether `curr` goes on wanting the CPU (it did not go to sleep).
     curr_runnable: bool,
+    /// The task switched in on this CPU, alone there or not: None once it
+    /// slept, ended or a kernel thread took the CPU. A task that finds
+    /// itself still switched in when it runs again only waited for
+    /// interrupt work (no context switch, as fio's `ctx` counts them).
+    switched_in: Option<TaskId>,
     /// Runnable tasks waiting for this CPU, by (vruntime, id).
     waiting: BTreeSet<(Ns, TaskId)>,
     /// Never decreases: the least vruntime among the CPU's runnable tasks.
@@ -158,6 +163,9 @@ impl RunQueues {
         let rq = &mut self.cpus[cpu as usize];
         if rq.curr == Some(id) {
             rq.curr = None;
+        }
+        if rq.switched_in == Some(id) {
+            rq.switched_in = None;
         }
         self.remove_one(cpu);
         self.live = self.live.saturating_sub(1);
@@ -249,6 +257,9 @@ impl RunQueues {
             old.curr_runnable = false;
             old.slice_used = 0;
         }
+        if old.switched_in == Some(id) {
+            old.switched_in = None;
+        }
         let lag = self.vruntime[id as usize] as i128 - old.min_vruntime as i128;
         let runnable = self.runnable[id as usize];
         old.nr_running -= u32::from(runnable);
@@ -277,8 +288,16 @@ impl RunQueues {
 
     /// `id`, alone on its CPU, runs: it no longer waits there.
     #[inline]
-    pub fn stop_waiting(&mut self, id: TaskId) {
+    pub fn stop_waiting(&mut self, id: TaskId, cpu: u16) {
         self.unqueue(id);
+        self.cpus[cpu as usize].switched_in = Some(id);
+    }
+
+    /// Whether `id` is still the task switched in on `cpu` (it neither
+    /// slept nor lost the CPU to another task or a kernel thread since it
+    /// last ran).
+    pub fn still_switched_in(&self, id: TaskId, cpu: u16) -> bool {
+        self.cpus[cpu as usize].switched_in == Some(id)
     }
 
     /// `id` is runnable but a kernel thread runs on `cpu` (the device's
@@ -293,6 +312,15 @@ impl RunQueues {
         self.kernel_thread_took(cpu);
     }
 
+    /// A kernel thread outside these queues ran work on `cpu` without
+    /// taking a turn (the flusher, kjournald2, dm-crypt's workers): the task
+    /// that had the CPU was switched out for it.
+    pub fn kernel_thread_ran(&mut self, cpu: u16) {
+        if let Some(rq) = self.cpus.get_mut(cpu as usize) {
+            rq.switched_in = None;
+        }
+    }
+
     /// A kernel thread outside these queues (the device's worker) got
     /// `cpu`: the task that had it no longer holds it, and the next turn
     /// goes by virtual runtime.
@@ -301,6 +329,7 @@ impl RunQueues {
         rq.curr = None;
         rq.curr_runnable = false;
         rq.slice_used = 0;
+        rq.switched_in = None;
     }
 
     #[inline]
@@ -334,11 +363,13 @@ impl RunQueues {
         if rq.tasks <= 1 {
             // Alone on the CPU (the others ended): a turn it waited for
             // before is over, or the CPU would never look idle again.
+            rq.switched_in = Some(id);
             self.unqueue(id);
             return Grant::Run { switch_ns: 0 };
         }
         let curr_in_slice = rq.slice_used < slice;
         if rq.curr == Some(id) && curr_in_slice {
+            rq.switched_in = Some(id);
             self.unqueue(id);
             return Grant::Run { switch_ns: 0 };
         }
@@ -421,6 +452,7 @@ impl RunQueues {
         };
         rq.curr = Some(id);
         rq.curr_runnable = true;
+        rq.switched_in = Some(id);
         rq.slice_used = 0;
         let own = self.vruntime[id as usize];
         let least = rq.waiting.first().map_or(own, |&(v, _)| v.min(own));
@@ -442,6 +474,9 @@ impl RunQueues {
         }
         if rq.curr == Some(id) {
             rq.curr_runnable = runnable;
+        }
+        if !runnable && rq.switched_in == Some(id) {
+            rq.switched_in = None;
         }
     }
 
@@ -526,6 +561,35 @@ mod tests {
             rq.account(0, 0, 10_000_000);
         }
         assert!(!rq.shared(0));
+    }
+
+    #[test]
+    fn a_task_stays_switched_in_until_it_sleeps_or_another_runs() {
+        let mut rq = two_on_one();
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        rq.set_runnable(0, 0, true);
+        // Interrupt work in between changes nothing here.
+        assert!(rq.still_switched_in(0, 0));
+        assert!(!rq.still_switched_in(1, 0));
+        // A sleep switches it out (the CPU goes idle or to another task).
+        rq.set_runnable(0, 0, false);
+        assert!(!rq.still_switched_in(0, 0));
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        assert!(rq.still_switched_in(0, 0));
+        // A kernel thread outside the queues that ran there does too.
+        rq.kernel_thread_ran(0);
+        assert!(!rq.still_switched_in(0, 0));
+        // Another task's turn.
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        rq.set_runnable(0, 0, false);
+        assert_eq!(rq.ask(1, 0), Grant::Run { switch_ns: 100 });
+        assert!(rq.still_switched_in(1, 0) && !rq.still_switched_in(0, 0));
+        // Alone on its CPU, a task is switched in when it runs.
+        let mut lone = rqs(2, 2, 100);
+        lone.place(0);
+        lone.place(1);
+        lone.stop_waiting(1, 1);
+        assert!(lone.still_switched_in(1, 1));
     }
 
     #[test]
@@ -671,7 +735,7 @@ mod tests {
         assert_eq!(rq.waiting_len(1), 1);
         rq.wait(2, 1);
         assert_eq!(rq.waiting_len(1), 1, "counted once");
-        rq.stop_waiting(2);
+        rq.stop_waiting(2, 1);
         assert_eq!(rq.waiting_len(1), 0);
     }
 
