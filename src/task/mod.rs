@@ -123,6 +123,9 @@ pub struct Task {
     pub wake_pending: Option<Ns>,
     /// The CPU work of its current call ends here.
     pub busy_until: Ns,
+    /// Back from a sleep of its own and not run since (on a shared CPU):
+    /// its turn is a wake-up, which may preempt the current task.
+    pub woken: bool,
 }
 
 impl Task {
@@ -136,6 +139,7 @@ impl Task {
             sleep: None,
             wake_pending: None,
             busy_until: 0,
+            woken: false,
         }
     }
 
@@ -225,6 +229,11 @@ impl TaskCx<'_> {
     #[inline(never)]
     fn take_shared_cpu(&mut self, task: &mut Task, ready: Ns) -> bool {
         let shared = self.cpus.shared(task.cpu);
+        // Back from a sleep of its own (not a wait for the CPU): a wake-up,
+        // until it runs (waiting for the CPU meanwhile does not end it).
+        if task.sleep.is_some_and(|r| r != SleepReason::Cpu) {
+            task.woken = true;
+        }
         if self.now < ready {
             if ready > task.busy_until {
                 // Other work holds the CPU (another task's, the device's
@@ -250,6 +259,7 @@ impl TaskCx<'_> {
         }
         if !shared {
             self.cpus.stop_waiting(task.id, task.cpu);
+            task.woken = false;
             return true;
         }
         if self.block.worker_seat().on == Some(task.cpu) {
@@ -259,11 +269,17 @@ impl TaskCx<'_> {
             task.sleep = Some(SleepReason::Cpu);
             return false;
         }
-        match self.cpus.ask(task.id, task.cpu) {
+        let grant = if task.woken {
+            self.cpus.ask_woken(task.id, task.cpu)
+        } else {
+            self.cpus.ask(task.id, task.cpu)
+        };
+        match grant {
             Grant::Run { switch_ns } => {
                 if switch_ns > 0 {
                     self.block.cpu_run(task.cpu, self.now, switch_ns);
                 }
+                task.woken = false;
                 true
             }
             Grant::Yield(other) => {

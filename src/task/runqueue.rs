@@ -12,7 +12,14 @@
 //!   nice 0, the weight of every fio job unless `nice=` is set);
 //! - the task on the CPU keeps it for its slice — EEVDF's base slice,
 //!   `sysctl_sched_base_slice` 0.75 ms × (1 + ilog2(min(CPUs, 8)))
-//!   (`sched_update_scaling`, SCHED_TUNABLESCALING_LOG) — unless it sleeps;
+//!   (`sched_update_scaling`, SCHED_TUNABLESCALING_LOG) — unless it sleeps,
+//!   or a task wakes from a sleep while it is no longer eligible (RUN_TO_PARITY
+//!   protects the current task only up to the 0-lag point: its vruntime at
+//!   most the average of the CPU's runnable tasks; `pick_eevdf` drops a
+//!   current task that is not eligible, and `check_preempt_wakeup_fair` then
+//!   picks the woken one). Only a wake-up checks this: a task that waits its
+//!   turn does not preempt (the kernel checks at wake-ups and at the tick,
+//!   and the tick only ends a used slice);
 //! - then the runnable task with the least vruntime runs (EEVDF picks the
 //!   eligible task with the earliest virtual deadline; with equal weights
 //!   and slices that is the one that has had the least service);
@@ -39,7 +46,10 @@
 //! every wake-up and neither ran). Interrupt and softirq work
 //! on a CPU does not make it busy here (the kernel's `idle_cpu` looks at
 //! the tasks only). Not modelled: the periodic load balancer (with every
-//! CPU busy, tasks stay where they are), nice levels, wake-up preemption.
+//! CPU busy, tasks stay where they are), nice levels, EEVDF's lag kept
+//! over a sleep (a woken task is placed as CFS did, by `place_after_sleep`),
+//! CFS's wake-up granularity on kernels before 6.6 (every era uses the
+//! EEVDF rule above).
 //!
 //! Performance: a CPU's waiting tasks are an ordered set keyed by
 //! (vruntime, id), as the kernel's rbtree of entities is, so picking,
@@ -76,6 +86,9 @@ struct RunQueue {
     switched_in: Option<TaskId>,
     /// Runnable tasks waiting for this CPU, by (vruntime, id).
     waiting: BTreeSet<(Ns, TaskId)>,
+    /// The sum of the waiting tasks' vruntimes (for the average vruntime
+    /// a current task is eligible against).
+    waiting_vruntime: u128,
     /// Never decreases: the least vruntime among the CPU's runnable tasks.
     min_vruntime: Ns,
 }
@@ -341,7 +354,9 @@ impl RunQueues {
     fn unqueue(&mut self, id: TaskId) {
         if let Some(cpu) = self.waits_on[id as usize].take() {
             let key = (self.vruntime[id as usize], id);
-            self.cpus[cpu as usize].waiting.remove(&key);
+            let rq = &mut self.cpus[cpu as usize];
+            rq.waiting.remove(&key);
+            rq.waiting_vruntime -= key.0 as u128;
             self.nr_waiting -= 1;
         }
     }
@@ -358,6 +373,38 @@ impl RunQueues {
 
     /// `id` asks for `cpu`, which is free now.
     pub fn ask(&mut self, id: TaskId, cpu: u16) -> Grant {
+        self.ask_as(id, cpu, false)
+    }
+
+    /// `id`, just woken from a sleep, asks for `cpu`, which is free now.
+    /// A wake-up is when EEVDF checks whether to preempt the current task
+    /// (`check_preempt_wakeup_fair`), and RUN_TO_PARITY protects the current
+    /// task only while it is eligible (its vruntime not past the average of
+    /// the CPU's runnable tasks, the woken one included) and within its slice
+    /// (`pick_eevdf`: a current task that is not eligible is not kept;
+    /// kernel/sched/fair.c, v6.6-v6.18). A task that only waited its turn
+    /// asks with `ask` and is not a wake-up.
+    pub fn ask_woken(&mut self, id: TaskId, cpu: u16) -> Grant {
+        self.ask_as(id, cpu, true)
+    }
+
+    /// Whether the current task `holder` of `cpu` is eligible when `id`
+    /// (placed as after a sleep) joins its runnable tasks: its vruntime is
+    /// at most their average.
+    fn eligible_with(&self, holder: TaskId, id: TaskId, cpu: u16) -> bool {
+        let rq = &self.cpus[cpu as usize];
+        let floor = rq.min_vruntime.saturating_sub(self.slice_ns / 2);
+        let joining = if self.is_queued(id) {
+            0
+        } else {
+            self.vruntime[id as usize].max(floor) as u128
+        };
+        let n = rq.waiting.len() as u128 + 1 + u128::from(!self.is_queued(id));
+        let sum = rq.waiting_vruntime + self.vruntime[holder as usize] as u128 + joining;
+        self.vruntime[holder as usize] as u128 * n <= sum
+    }
+
+    fn ask_as(&mut self, id: TaskId, cpu: u16, woken: bool) -> Grant {
         let slice = self.slice_ns;
         let rq = &mut self.cpus[cpu as usize];
         if rq.tasks <= 1 {
@@ -374,14 +421,23 @@ impl RunQueues {
             return Grant::Run { switch_ns: 0 };
         }
         // The task that has the CPU and will go on using it (it did not go to
-        // sleep) keeps it for the rest of its slice (EEVDF's RUN_TO_PARITY:
-        // no wake-up preemption before the current task had its slice).
-        let holder = rq.curr.filter(|&c| c != id && rq.curr_runnable);
-        if holder.is_some() && curr_in_slice {
-            self.enqueue(id, cpu);
-            return Grant::Wait;
+        // sleep) keeps it for the rest of its slice (EEVDF's RUN_TO_PARITY),
+        // against a task woken from a sleep only while it is eligible.
+        // A holder that is not eligible is no candidate for the woken task
+        // to wait for (EEVDF picks among eligible tasks only).
+        let curr = rq.curr;
+        let mut holder = curr.filter(|&c| c != id && rq.curr_runnable);
+        if let Some(h) = holder {
+            if !woken || self.eligible_with(h, id, cpu) {
+                if curr_in_slice {
+                    self.enqueue(id, cpu);
+                    return Grant::Wait;
+                }
+            } else {
+                holder = None;
+            }
         }
-        if rq.curr != Some(id) && !self.is_queued(id) {
+        if curr != Some(id) && !self.is_queued(id) {
             self.place_after_sleep(id, cpu);
         }
         let vr = &self.vruntime;
@@ -411,7 +467,9 @@ impl RunQueues {
         if !self.is_queued(id) {
             self.waits_on[id as usize] = Some(cpu);
             let key = (self.vruntime[id as usize], id);
-            self.cpus[cpu as usize].waiting.insert(key);
+            let rq = &mut self.cpus[cpu as usize];
+            rq.waiting.insert(key);
+            rq.waiting_vruntime += key.0 as u128;
             self.nr_waiting += 1;
         }
     }
@@ -423,9 +481,10 @@ impl RunQueues {
             return;
         }
         if let Some(cpu) = self.waits_on[id as usize] {
-            let waiting = &mut self.cpus[cpu as usize].waiting;
-            waiting.remove(&(old, id));
-            waiting.insert((v, id));
+            let rq = &mut self.cpus[cpu as usize];
+            rq.waiting.remove(&(old, id));
+            rq.waiting.insert((v, id));
+            rq.waiting_vruntime = rq.waiting_vruntime - old as u128 + v as u128;
         }
         self.vruntime[id as usize] = v;
     }
@@ -590,6 +649,38 @@ mod tests {
         lone.place(1);
         lone.stop_waiting(1, 1);
         assert!(lone.still_switched_in(1, 1));
+    }
+
+    #[test]
+    fn a_woken_task_preempts_a_current_task_past_parity_within_its_slice() {
+        // Three tasks on one CPU: 0 runs, 1 waits its turn, 2 sleeps.
+        let mut rq = rqs(1, 3, 100);
+        for _ in 0..3 {
+            rq.place(0);
+        }
+        let slice = rq.slice_ns();
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        rq.set_runnable(0, 0, true);
+        rq.wait(1, 0);
+        // Task 0 ran a tenth of its slice: past the average of the CPU's
+        // runnable tasks (its vruntime above theirs), so not eligible.
+        rq.account(0, 0, slice / 10);
+        // A task that only waited its turn does not preempt within the slice,
+        assert_eq!(rq.ask(1, 0), Grant::Wait);
+        // a woken one does, being owed more than the current task.
+        assert_eq!(rq.ask_woken(2, 0), Grant::Run { switch_ns: 100 });
+        // While the current task is still at or below the average (it has
+        // just started and the others are ahead of it), a wake-up waits.
+        let mut rq = rqs(1, 3, 100);
+        for _ in 0..3 {
+            rq.place(0);
+        }
+        rq.account(1, 0, slice / 10);
+        assert_eq!(rq.ask(0, 0), Grant::Run { switch_ns: 0 });
+        rq.set_runnable(0, 0, true);
+        rq.wait(1, 0);
+        rq.account(2, 0, slice / 10);
+        assert_eq!(rq.ask_woken(2, 0), Grant::Wait);
     }
 
     #[test]
