@@ -518,14 +518,21 @@ fn a_jobs_context_switches_do_not_depend_on_stonewalled_neighbours() {
             .cpus(2),
     )
     .expect("runs");
-    let per_io = |j: &elevator::report::JobResult| {
-        j.stats.ctx as f64 / j.stats.total_ios(Ddir::Read) as f64
-    };
-    let qd16 = sweep.jobs.iter().find(|j| j.spec.name == "qd16").expect("qd16");
+    let per_io =
+        |j: &elevator::report::JobResult| j.stats.ctx as f64 / j.stats.total_ios(Ddir::Read) as f64;
+    let qd16 = sweep
+        .jobs
+        .iter()
+        .find(|j| j.spec.name == "qd16")
+        .expect("qd16");
     let (a, s) = (per_io(&alone.jobs[0]), per_io(qd16));
     eprintln!("QD16 ctx per I/O: alone {a:.4}, in the sweep {s:.4}");
     assert!((s - a).abs() < 0.02, "alone {a:.4}, in the sweep {s:.4}");
     // QD1 sleeps for every I/O wherever it runs.
-    let qd1 = sweep.jobs.iter().find(|j| j.spec.name == "qd1").expect("qd1");
+    let qd1 = sweep
+        .jobs
+        .iter()
+        .find(|j| j.spec.name == "qd1")
+        .expect("qd1");
     assert!(per_io(qd1) > 0.95, "{}", per_io(qd1));
 }
