@@ -393,11 +393,10 @@ impl RunQueues {
     /// at most their average.
     fn eligible_with(&self, holder: TaskId, id: TaskId, cpu: u16) -> bool {
         let rq = &self.cpus[cpu as usize];
-        let floor = rq.min_vruntime.saturating_sub(self.slice_ns / 2);
         let joining = if self.is_queued(id) {
             0
         } else {
-            self.vruntime[id as usize].max(floor) as u128
+            self.placed_vruntime(id, cpu) as u128
         };
         let n = rq.waiting.len() as u128 + 1 + u128::from(!self.is_queued(id));
         let sum = rq.waiting_vruntime + self.vruntime[holder as usize] as u128 + joining;
@@ -492,11 +491,16 @@ impl RunQueues {
     /// `place_entity`: a task back from a sleep starts no more than half a
     /// slice behind the least vruntime on its CPU.
     fn place_after_sleep(&mut self, id: TaskId, cpu: u16) {
+        let v = self.placed_vruntime(id, cpu);
+        self.set_vruntime(id, v);
+    }
+
+    /// The vruntime `id` gets on `cpu` back from a sleep (`place_after_sleep`).
+    fn placed_vruntime(&self, id: TaskId, cpu: u16) -> Ns {
         let floor = self.cpus[cpu as usize]
             .min_vruntime
             .saturating_sub(self.slice_ns / 2);
-        let v = self.vruntime[id as usize].max(floor);
-        self.set_vruntime(id, v);
+        self.vruntime[id as usize].max(floor)
     }
 
     /// `id` gets `cpu`: a new slice, and a context switch when another task
