@@ -439,6 +439,29 @@ fn lab_options(a: &Parsed, job: &str) -> Result<LabOptions, CliError> {
     Ok(o)
 }
 
+/// The reference probe a calibrated profile names, to run around the rounds.
+fn drift_reference(
+    profile: &crate::device::Profile,
+) -> Result<Option<runner::DriftReference>, String> {
+    let Some(c) = profile.calibrated.as_ref() else {
+        return Ok(None);
+    };
+    let probe = calibrate::probe_named(&c.reference_probe).ok_or_else(|| {
+        let known: Vec<&str> = calibrate::PROBES.iter().map(|p| p.name).collect();
+        format!(
+            "profile {}: calibrated.reference_probe: '{}' is not one of calibrate's probes ({})",
+            profile.name,
+            c.reference_probe,
+            known.join(", ")
+        )
+    })?;
+    Ok(Some(runner::DriftReference {
+        probe,
+        runtime: c.probe_time_ms * crate::sim::time::NS_PER_MS,
+        calibrated_iops: c.reference_iops,
+    }))
+}
+
 fn lab_title(job: &str, r: &LabResult, o: &LabOptions) -> Vec<String> {
     let mut t = vec![format!(
         "lab: {job} on {} ({}), {} round(s){}",
@@ -737,7 +760,7 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
         Some(dir) => Some(recorded_lab(&a, &job, dir)?),
         None => None,
     };
-    let o = match &recorded {
+    let mut o = match &recorded {
         Some((_, o, _)) => o.clone(),
         None => lab_options(&a, &job)?,
     };
@@ -807,7 +830,10 @@ pub fn cmd_validate(args: &[String]) -> Result<(), CliError> {
     }
     let lab = match recorded {
         Some((lab, ..)) => lab,
-        None => runner::run_lab(&o).map_err(lab_error)?,
+        None => {
+            o.reference = drift_reference(&profile).map_err(CliError::bad)?;
+            runner::run_lab(&o).map_err(lab_error)?
+        }
     };
     let settings = SimSettings {
         profile: profile.clone(),

@@ -26,9 +26,44 @@ pub struct Profile {
     /// CPU cost of the I/O path on the host this device is attached to
     /// (block layer, driver, completion, scheduler hooks); defaults if absent.
     pub cpu: Option<crate::block::cpu::CpuCosts>,
+    /// What `calibrate` measured for its reference probe on the real
+    /// device; `validate` runs that probe again to show how far the host
+    /// has drifted since. The simulation does not read it.
+    pub calibrated: Option<CalibratedReference>,
     /// The profile text as read (for `devices --show`).
     #[serde(skip)]
     pub text: String,
+}
+
+/// The `[calibrated]` table of a profile `calibrate` wrote.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CalibratedReference {
+    /// The probe's name (one of calibrate's probes, e.g. `randread-qd1`).
+    pub reference_probe: String,
+    /// Its IOPS when the device was calibrated.
+    pub reference_iops: f64,
+    /// How long it ran, ms.
+    pub probe_time_ms: u64,
+}
+
+impl CalibratedReference {
+    fn check(&self) -> Result<(), BadValue> {
+        if !(self.reference_iops.is_finite() && self.reference_iops > 0.0) {
+            return Err(BadValue::new(
+                "calibrated.reference_iops",
+                format!("{} is not a positive IOPS count", self.reference_iops),
+            ));
+        }
+        // A probe of one millisecond to ten minutes.
+        in_range(
+            "calibrated.probe_time_ms",
+            self.probe_time_ms,
+            1,
+            600_000,
+            "ms",
+        )
+    }
 }
 
 const BUILTIN: &[(&str, &str)] = &[
@@ -215,6 +250,9 @@ fn validate(p: &Profile) -> Result<(), BadValue> {
     in_range("queue.max_segments", q.max_segments, 1, 65535, "segments")?;
     if let Some(c) = &p.cpu {
         c.check().map_err(|(k, m)| BadValue::new(k, m))?;
+    }
+    if let Some(c) = &p.calibrated {
+        c.check()?;
     }
     let has = |b: bool, n: &str| -> Result<(), BadValue> {
         if b {

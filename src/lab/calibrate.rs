@@ -165,6 +165,20 @@ pub const PROBES: &[Probe] = &[
     },
 ];
 
+/// The probe `validate` runs again, before and after its rounds, to show
+/// how far the host has drifted since calibration: the QD1 reads, whose
+/// runs repeat within 2% minutes apart on the lab VM (the sweep's rounds,
+/// 2026-12-07b) while the host's speed moves tens of percent over minutes
+/// (the same probe 57.2k IOPS in calibrate, 81.0k five minutes later).
+/// QD64's runs spread 266k-469k within two minutes and could not tell a
+/// drift from a draw.
+pub const REFERENCE_PROBE: &str = "randread-qd1";
+
+/// The probe called `name`, among [`PROBES`].
+pub fn probe_named(name: &str) -> Option<&'static Probe> {
+    PROBES.iter().find(|p| p.name == name)
+}
+
 /// The one-job QD64 reads, where the submitting CPU is the busiest: one of
 /// [`PROBES`], and run in pairs under none and [`HOOK_SCHEDULER`] so the fit can
 /// tell how fast this host runs scheduler hooks against the rest of its I/O
@@ -342,6 +356,11 @@ impl Point {
     /// The direction a single-direction probe measures.
     fn main(&self) -> DirPoint {
         self.read.or(self.write).unwrap_or_default()
+    }
+
+    /// The IOPS of that direction.
+    pub fn main_iops(&self) -> f64 {
+        self.main().iops
     }
 }
 
@@ -1663,7 +1682,26 @@ pub fn profile_toml(m: &Measured, fits: &[Fit], name: &str) -> String {
     queue_section(&mut s, q, disk);
     model_section(&mut s, fit);
     cpu_section(&mut s, fit);
+    calibrated_section(&mut s, m);
     s
+}
+
+/// The `[calibrated]` section: the reference probe's measured IOPS, for
+/// `validate`'s drift line.
+fn calibrated_section(s: &mut String, m: &Measured) {
+    let Some(i) = PROBES.iter().position(|p| p.name == REFERENCE_PROBE) else {
+        return;
+    };
+    let Some(iops) = m.points.get(i).map(|p| p.main().iops).filter(|v| *v > 0.0) else {
+        return;
+    };
+    s.push_str("\n[calibrated]\n");
+    let _ = writeln!(
+        s,
+        "reference_probe = \"{REFERENCE_PROBE}\"   # validate runs it again to show the host's drift since"
+    );
+    let _ = writeln!(s, "reference_iops = {iops:.0}        # measured now");
+    let _ = writeln!(s, "probe_time_ms = {}", (m.probe_time / NS_PER_MS).max(1));
 }
 
 /// The `[queue]` section: the limits read from sysfs.
@@ -2169,6 +2207,47 @@ mod tests {
                 panic!("{e}\n{text}");
             }
         }
+    }
+
+    #[test]
+    fn the_profile_records_the_reference_probe_for_validate() {
+        let at = |iops: f64| Point {
+            read: Some(DirPoint {
+                iops,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let i = PROBES
+            .iter()
+            .position(|p| p.name == REFERENCE_PROBE)
+            .unwrap();
+        let mut points = vec![at(1000.0); PROBES.len()];
+        points[i] = at(57218.4);
+        let m = test_measured(points, None);
+        let fit = Fit {
+            params: Params::Ram(crate::device::ram::RamParams {
+                latency_ns: 1000,
+                bandwidth: 1 << 30,
+            }),
+            cpu: None,
+            queue: m.queue.clone(),
+            simulated: Vec::new(),
+            error: 0.1,
+            hook_simulated: None,
+            cache_simulated: Vec::new(),
+        };
+        let text = profile_toml(&m, std::slice::from_ref(&fit), "ref");
+        let p = crate::device::profile::from_text(&text, "ref.toml").unwrap();
+        let r = p.calibrated.expect("a [calibrated] table");
+        assert_eq!(r.reference_probe, REFERENCE_PROBE);
+        assert_eq!(r.reference_iops, 57218.0);
+        assert_eq!(r.probe_time_ms, 50);
+        assert!(probe_named(&r.reference_probe).is_some());
+        // A probe that measured nothing gives no reference.
+        let none = test_measured(vec![Point::default(); PROBES.len()], None);
+        let p = crate::device::profile::from_text(&profile_toml(&none, &[fit], "x"), "x.toml");
+        assert!(p.unwrap().calibrated.is_none());
     }
 
     #[test]

@@ -44,7 +44,25 @@ pub struct LabOptions {
     pub verbose: bool,
     /// `--mount ext4[:OPTIONS]`: the jobs' files on a fresh ext4 per run.
     pub mount: Option<FsSpec>,
+    /// A calibrated profile's reference probe, run before and after the
+    /// rounds (`validate`).
+    pub reference: Option<DriftReference>,
 }
+
+/// `calibrate`'s reference probe with what it measured then: run again under
+/// none before and after the rounds, it shows how far the host's speed has
+/// moved since, which moves every measured number against a simulation of
+/// the host as calibrated.
+#[derive(Clone, Debug)]
+pub struct DriftReference {
+    pub probe: &'static super::calibrate::Probe,
+    pub runtime: Ns,
+    /// Its IOPS when the profile was calibrated.
+    pub calibrated_iops: f64,
+}
+
+/// A drift of the reference probe beyond this share is called out.
+const DRIFT_NOTED: f64 = 0.10;
 
 impl LabOptions {
     pub fn new(job: impl Into<PathBuf>, dev: &str) -> LabOptions {
@@ -60,6 +78,7 @@ impl LabOptions {
             save_json: None,
             verbose: true,
             mount: None,
+            reference: None,
         }
     }
 }
@@ -555,6 +574,10 @@ fn session(
     let mut applied_iosched = vec![false; iosched_sets.len()];
     let total = o.repeat.max(1) * result.schedulers.len();
     let mut n = 0;
+    let drift_before = match &o.reference {
+        Some(r) => Some(reference_run(o, s, r, "before the rounds")?),
+        None => None,
+    };
     for round in 1..=o.repeat.max(1) {
         for sched in result.schedulers.clone() {
             if let Some(sig) = signal::interrupted() {
@@ -618,6 +641,10 @@ fn session(
             result.runs.push(run);
         }
     }
+    if let (Some(r), Some(before)) = (&o.reference, drift_before) {
+        let after = reference_run(o, s, r, "after the rounds")?;
+        result.notes.push(drift_note(r, before, after));
+    }
     for (i, (k, _)) in iosched_sets.iter().enumerate() {
         if !applied_iosched[i] {
             result.notes.push(format!(
@@ -646,6 +673,78 @@ fn session(
         super::record::save(dir, &job_text, options, result)?;
     }
     Ok(())
+}
+
+/// One run of the reference probe under none (the queue's other knobs as
+/// the rounds left them): its IOPS, None when the device does not offer
+/// none.
+fn reference_run(
+    o: &LabOptions,
+    s: &Session,
+    r: &DriftReference,
+    when: &str,
+) -> Result<Option<f64>, String> {
+    let q = s.queue();
+    if !q
+        .schedulers()
+        .is_some_and(|(names, _)| names.iter().any(|n| n == "none"))
+    {
+        return Ok(None);
+    }
+    if let Some(sig) = signal::interrupted() {
+        return Err(format!("interrupted by signal {sig}"));
+    }
+    q.set_scheduler("none")?;
+    s.settle(o.settle)?;
+    let job = s.work().join("reference.fio");
+    std::fs::write(
+        &job,
+        r.probe.job(&s.bd.path.display().to_string(), r.runtime),
+    )
+    .map_err(|e| format!("{}: {e}", job.display()))?;
+    if o.verbose {
+        super::say::part(&format!(
+            "lab: reference {} (none) {when} ... ",
+            r.probe.name
+        ));
+    }
+    let fr = s
+        .run_fio(&job)
+        .map_err(|e| format!("reference probe {}: {e}", r.probe.name))?;
+    let report = fio::parse_json(&fr.json, None)?;
+    let iops = super::calibrate::Point::of(&report).main_iops();
+    if o.verbose {
+        super::say::line(&format!(
+            "{iops:.0} IOPS ({:+.1}% since calibrate)",
+            (iops / r.calibrated_iops - 1.0) * 100.0
+        ));
+    }
+    Ok(Some(iops))
+}
+
+/// The drift line: the reference probe then and now.
+fn drift_note(r: &DriftReference, before: Option<f64>, after: Option<f64>) -> String {
+    let (Some(b), Some(a)) = (before, after) else {
+        return format!(
+            "host drift: not measured (the device does not offer none, which calibrate's reference probe {} ran under)",
+            r.probe.name
+        );
+    };
+    let pct = |v: f64| (v / r.calibrated_iops - 1.0) * 100.0;
+    let mut line = format!(
+        "host drift: calibrate's reference probe {} (none) measured {:.0} IOPS when the profile was calibrated; {b:.0} before the rounds ({:+.1}%), {a:.0} after ({:+.1}%)",
+        r.probe.name,
+        r.calibrated_iops,
+        pct(b),
+        pct(a)
+    );
+    let worst = pct(b).abs().max(pct(a).abs()) / 100.0;
+    if worst > DRIFT_NOTED {
+        line.push_str(
+            ": the host runs at another speed than when it was calibrated, and the simulation models it as calibrated, so measured numbers move against simulated ones by about as much (calibrate again just before validating to compare like with like)",
+        );
+    }
+    line
 }
 
 /// The `vm.*` settings as the run's knobs (name as given, value).
@@ -684,6 +783,33 @@ pub fn columns(r: &LabResult) -> Vec<crate::report::table::Column> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_drift_note_gives_the_reference_then_and_now_and_calls_out_a_large_drift() {
+        let r = DriftReference {
+            probe: super::super::calibrate::probe_named("randread-qd1").unwrap(),
+            runtime: 2_000_000_000,
+            calibrated_iops: 50_000.0,
+        };
+        let small = drift_note(&r, Some(52_000.0), Some(48_000.0));
+        assert!(
+            small.contains("50000 IOPS when the profile was calibrated"),
+            "{small}"
+        );
+        assert!(
+            small.contains("52000 before the rounds (+4.0%), 48000 after (-4.0%)"),
+            "{small}"
+        );
+        assert!(!small.contains("another speed"), "{small}");
+        // Either end beyond 10% is called out.
+        let large = drift_note(&r, Some(51_000.0), Some(56_000.0));
+        assert!(
+            large.contains("(+12.0%): the host runs at another speed"),
+            "{large}"
+        );
+        let missing = drift_note(&r, None, None);
+        assert!(missing.starts_with("host drift: not measured"), "{missing}");
+    }
 
     #[test]
     fn reasons() {
