@@ -166,12 +166,12 @@ pub const PROBES: &[Probe] = &[
 ];
 
 /// The probe `validate` runs again, before and after its rounds, to show
-/// how far the host has drifted since calibration: the QD1 reads, whose
-/// runs repeat within 2% minutes apart on the lab VM (the sweep's rounds,
-/// 2026-12-07b) while the host's speed moves tens of percent over minutes
-/// (the same probe 57.2k IOPS in calibrate, 81.0k five minutes later).
-/// QD64's runs spread 266k-469k within two minutes and could not tell a
-/// drift from a draw.
+/// how far the host has drifted since calibration: the QD1 reads. Their
+/// runs spread least of the probes' (±2% over the sweep's three rounds on
+/// 2026-12-07b, ±7% on 07c) while the host's speed moves tens of percent
+/// over minutes (57.2k IOPS in calibrate, 81.0k five minutes later on 07b;
+/// 50.3k, then 62.8k-81.6k on 07c); the QD64 reads' runs spread 266k-469k
+/// within two minutes and could not tell a drift from a draw.
 pub const REFERENCE_PROBE: &str = "randread-qd1";
 
 /// The probe called `name`, among [`PROBES`].
