@@ -179,7 +179,10 @@ has several groups (e.g. cgroup weights), how evenly a group's jobs shared
 the device (lowest/highest job IOPS), and checks with tolerances: the
 first scheduler's IOPS (±15%) and mean latency (±20%), every other
 scheduler's IOPS ratio to it (±0.07), every group's share (±5 points),
-every group's evenness (±0.15).
+every group's evenness (±0.15). With a profile `calibrate` wrote (its
+[calibrated] table), calibrate's QD1 reference probe runs under none
+before and after the rounds, and a note gives both against what it
+measured then: how far the host's speed has moved since calibration.
 Schedulers the simulator lacks are measured only. The job file is checked
 as for `elevator lab`. `--save-json DIR` also keeps the session's record
 (DIR/lab.json); `--from-lab DIR` sets those runs against the simulation
