@@ -2086,15 +2086,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_hook_probes_point_is_the_median_of_its_runs_and_the_pairs_none_runs() {
-        let at = |iops: f64| Point {
+    /// A read probe's point with only its IOPS.
+    fn at(iops: f64) -> Point {
+        Point {
             read: Some(DirPoint {
                 iops,
                 ..Default::default()
             }),
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn the_hook_probes_point_is_the_median_of_its_runs_and_the_pairs_none_runs() {
         let hook = hook_probe_index().expect("the hook probe is a probe");
         let runs: Vec<Vec<Point>> = (0..PROBES.len())
             .map(|i| vec![at(if i == hook { 303.0 } else { i as f64 })])
@@ -2211,13 +2215,6 @@ mod tests {
 
     #[test]
     fn the_profile_records_the_reference_probe_for_validate() {
-        let at = |iops: f64| Point {
-            read: Some(DirPoint {
-                iops,
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
         let i = PROBES
             .iter()
             .position(|p| p.name == REFERENCE_PROBE)
