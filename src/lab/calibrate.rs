@@ -1173,7 +1173,6 @@ pub fn measure(
     let backing = std::fs::read_to_string(s.bd.sys.join("loop/backing_file"))
         .ok()
         .map(|s| s.trim().to_string());
-    let work = s.work().to_path_buf();
     let devpath = s.bd.path.display().to_string();
     // The probes' points, the hook probe's, and the page-cache probes'.
     type Probed = (
@@ -1196,17 +1195,8 @@ pub fn measure(
                 return Err(format!("interrupted by signal {sig}"));
             }
             k += 1;
-            let job = work.join(format!("{}.fio", p.name));
-            std::fs::write(&job, p.job(&devpath, probe_time))
-                .map_err(|e| format!("{}: {e}", job.display()))?;
             s.settle(Duration::from_millis(100))?;
-            let cpu0 = fio::CpuTimes::now();
-            let r = s.run_fio(&job).map_err(|e| format!("probe {label}: {e}"))?;
-            let cpu = fio::CpuTimes::now().since(&cpu0);
-            let rep = fio::parse_json(&r.json, None)?;
-            let mut pt = Point::of(&rep);
-            pt.cpu_us_per_io = per_io(&rep, cpu.busy_ns);
-            pt.kthread_us_per_io = cpu.kthread_ns.and_then(|ns| per_io(&rep, ns));
+            let pt = run_probe(&s, p, probe_time).map_err(|e| format!("probe {label}: {e}"))?;
             if verbose {
                 let d = pt.main();
                 super::say::line(&format!(
@@ -1298,6 +1288,22 @@ pub fn measure(
         cache_points,
         unrestored: problems,
     })
+}
+
+/// One run of probe `p` on the session's device for `runtime`: its point,
+/// with the machine's CPU time per I/O around it (/proc/stat).
+pub fn run_probe(s: &Session, p: &Probe, runtime: Ns) -> Result<Point, String> {
+    let job = s.work().join(format!("{}.fio", p.name));
+    std::fs::write(&job, p.job(&s.bd.path.display().to_string(), runtime))
+        .map_err(|e| format!("{}: {e}", job.display()))?;
+    let cpu0 = fio::CpuTimes::now();
+    let r = s.run_fio(&job)?;
+    let cpu = fio::CpuTimes::now().since(&cpu0);
+    let rep = fio::parse_json(&r.json, None)?;
+    let mut pt = Point::of(&rep);
+    pt.cpu_us_per_io = per_io(&rep, cpu.busy_ns);
+    pt.kthread_us_per_io = cpu.kthread_ns.and_then(|ns| per_io(&rep, ns));
+    Ok(pt)
 }
 
 /// Fit the candidate models (nvme, loop, ram); best first.

@@ -61,6 +61,13 @@ pub struct DriftReference {
     pub calibrated_iops: f64,
 }
 
+impl DriftReference {
+    /// How far `iops` of the probe now is from its calibrated IOPS, %.
+    fn drift_pct(&self, iops: f64) -> f64 {
+        (iops / self.calibrated_iops - 1.0) * 100.0
+    }
+}
+
 /// A drift of the reference probe beyond this share is called out.
 const DRIFT_NOTED: f64 = 0.10;
 
@@ -696,27 +703,19 @@ fn reference_run(
     }
     q.set_scheduler("none")?;
     s.settle(o.settle)?;
-    let job = s.work().join("reference.fio");
-    std::fs::write(
-        &job,
-        r.probe.job(&s.bd.path.display().to_string(), r.runtime),
-    )
-    .map_err(|e| format!("{}: {e}", job.display()))?;
     if o.verbose {
         super::say::part(&format!(
             "lab: reference {} (none) {when} ... ",
             r.probe.name
         ));
     }
-    let fr = s
-        .run_fio(&job)
-        .map_err(|e| format!("reference probe {}: {e}", r.probe.name))?;
-    let report = fio::parse_json(&fr.json, None)?;
-    let iops = super::calibrate::Point::of(&report).main_iops();
+    let iops = super::calibrate::run_probe(s, r.probe, r.runtime)
+        .map_err(|e| format!("reference probe {}: {e}", r.probe.name))?
+        .main_iops();
     if o.verbose {
         super::say::line(&format!(
             "{iops:.0} IOPS ({:+.1}% since calibrate)",
-            (iops / r.calibrated_iops - 1.0) * 100.0
+            r.drift_pct(iops)
         ));
     }
     Ok(Some(iops))
@@ -730,7 +729,7 @@ fn drift_note(r: &DriftReference, before: Option<f64>, after: Option<f64>) -> St
             r.probe.name
         );
     };
-    let pct = |v: f64| (v / r.calibrated_iops - 1.0) * 100.0;
+    let pct = |v: f64| r.drift_pct(v);
     let mut line = format!(
         "host drift: calibrate's reference probe {} (none) measured {:.0} IOPS when the profile was calibrated; {b:.0} before the rounds ({:+.1}%), {a:.0} after ({:+.1}%)",
         r.probe.name,

@@ -426,15 +426,12 @@ impl RunQueues {
         // to wait for (EEVDF picks among eligible tasks only).
         let curr = rq.curr;
         let mut holder = curr.filter(|&c| c != id && rq.curr_runnable);
-        if let Some(h) = holder {
-            if !woken || self.eligible_with(h, id, cpu) {
-                if curr_in_slice {
-                    self.enqueue(id, cpu);
-                    return Grant::Wait;
-                }
-            } else {
-                holder = None;
-            }
+        if woken && holder.is_some_and(|h| !self.eligible_with(h, id, cpu)) {
+            holder = None;
+        }
+        if holder.is_some() && curr_in_slice {
+            self.enqueue(id, cpu);
+            return Grant::Wait;
         }
         if curr != Some(id) && !self.is_queued(id) {
             self.place_after_sleep(id, cpu);
