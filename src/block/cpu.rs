@@ -722,6 +722,10 @@ pub struct WorkerSeat {
     pub park_on: Option<u16>,
     pub granted: Option<u16>,
     pub left: Vec<u16>,
+    /// CPUs where the worker ran a command while tasks waited for them:
+    /// the task that had the CPU was switched out for it, and the next turn
+    /// there goes by virtual runtime (the task layer's `kernel_thread_took`).
+    pub took: Vec<u16>,
 }
 
 impl CpuState {

@@ -976,6 +976,11 @@ impl Simulation {
     /// After the device's worker ran: the CPUs it left go to the tasks that
     /// waited for them.
     fn worker_left_cpus(&mut self) {
+        for i in 0..self.block.worker_seat().took.len() {
+            let cpu = self.block.worker_seat().took[i];
+            self.runqueues.kernel_thread_took(cpu);
+        }
+        self.block.worker_seat().took.clear();
         // By index: the list keeps its buffer for the next time.
         for i in 0..self.block.worker_seat().left.len() {
             let cpu = self.block.worker_seat().left[i];
