@@ -2579,18 +2579,19 @@ mod tests {
         assert!(text.contains("kthread_us_per_io"), "{text}");
     }
 
-    /// The way the worker shares the CPUs: on a device simulated with the
-    /// free worker, the fit with that way has the smaller error (the 4-job
-    /// probes, where tasks and worker share both CPUs, differ). A seated
-    /// worker's device is not told apart any more: tasks woken on the
-    /// worker's CPU move to an idle one, so its jobs come out as even as
-    /// the free worker's, and the free fit comes as close (measured 2.1%
-    /// against the seated fit's 3.7%). Since the commands that complete at
-    /// once are drawn per command (2026-12-03) no job gets all of them, the
-    /// probes differ less between the two ways, and the margin is smaller:
-    /// free truth 0.98% against 1.39% (0.3% against 3.4% before).
+    /// The way the worker shares the CPUs. On a device simulated with the
+    /// free worker the fit with that way comes within 1%. The probes used
+    /// to tell the ways apart (the free fit 0.3% against the seated 3.4%,
+    /// then 0.98% against 1.39% once the commands that complete at once
+    /// were drawn per command, 2026-12-03). Since a free worker that takes
+    /// a CPU while tasks wait ends their holder's turn as the seated one
+    /// does (2026-12-07), the two differ only in where the worker goes and
+    /// the probes no longer separate them: free 0.80% against seated
+    /// 0.69%. `calibrate` still reports the way that fit best; both are
+    /// kept within 1.5% here so that neither way drifts from the other
+    /// unnoticed.
     #[test]
-    fn fit_loop_tells_the_free_worker_from_the_seated_one() {
+    fn fit_loop_recovers_a_free_worker_and_the_seated_way_comes_as_close() {
         let truth = LoopParams {
             work_ns: 2_000,
             copy_bandwidth: 8_000_000_000,
@@ -2608,7 +2609,7 @@ mod tests {
         };
         let seated = f.fit_loop_at(0.5, 25, seated_way).error;
         assert!(free < 0.01, "free fit {free}");
-        assert!(1.2 * free < seated, "free {free} against seated {seated}");
+        assert!(seated < 0.015, "seated fit {seated} on a free worker's probes");
     }
 
     /// A device that is exactly an nvme profile is recovered closely.
