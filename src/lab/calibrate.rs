@@ -2609,7 +2609,10 @@ mod tests {
         };
         let seated = f.fit_loop_at(0.5, 25, seated_way).error;
         assert!(free < 0.01, "free fit {free}");
-        assert!(seated < 0.015, "seated fit {seated} on a free worker's probes");
+        assert!(
+            seated < 0.015,
+            "seated fit {seated} on a free worker's probes"
+        );
     }
 
     /// A device that is exactly an nvme profile is recovered closely.
