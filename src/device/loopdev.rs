@@ -203,7 +203,8 @@ pub struct Loop {
 /// measured (0.71-0.75 at QD16, 0.53-0.64 at QD64, 2026-12-06e), where the
 /// model had ksoftirqd preempt the worker after every command.
 /// Not modelled: the tick's granularity (the deadline is checked when a
-/// command ends), DELAY_DEQUEUE, the lag clamp's exact size.
+/// command ends), the lag clamp's exact size; DELAY_DEQUEUE only through
+/// what it does to the lead over the worker's sleep.
 #[derive(Clone, Copy, Debug, Default)]
 struct SoftirqShare {
     /// The worker's CPU time beyond ksoftirqd's while both were runnable
