@@ -279,6 +279,9 @@ cat bench/history.md >> "$OUT"
 echo >> "$OUT"
 # BFQ against busy queues and groups (issue 9's scaling figures).
 SKIP_CEILINGS=1 QUICK="${QUICK:-0}" bench/bfq.sh >> "$OUT"
+# What each re-run changed and why (written with the run, kept across runs).
+echo >> "$OUT"
+cat bench/reruns.md >> "$OUT"
 echo "wrote $OUT" >&2
 # The README's figures come from this run, never by hand.
 python3 bench/readme.py
