@@ -193,7 +193,10 @@ fn e2_targets_change_nothing_when_kyber_never_throttles() {
 #[ignore = "issue 10's threshold, not met: the nvme model serves reads beside queued \
             writes (none's reader p99 is 169 us), so there is no tail for kyber to cut \
             (169 us under both); micron-9100, whose reads wait for flash programs, gives \
-            3.16 ms under both; real NVMe drives show at most 26% (README, kyber)"]
+            3.16 ms under both; real NVMe drives show at most 26% (README, kyber). With a \
+            controller that holds reads behind writes waiting for buffer space kyber brings \
+            the median to its target (3.56 -> 1.74 ms) and the p99 stays the warm-up's 3.5 ms \
+            (kyber_throttles_writes_to_its_read_target_when_the_drive_holds_reads_behind_them)"]
 fn nvme_qd1_reader_tail_under_sequential_write_interference() {
     let none = run(NVME, "none", "nvme", &[]);
     let kyber = run(NVME, "kyber", "nvme", &[]);
@@ -210,6 +213,82 @@ fn nvme_qd1_reader_tail_under_sequential_write_interference() {
         p_kyber * 10 <= p_none,
         "p99 none {p_none} vs kyber {p_kyber}"
     );
+}
+
+/// `run` on the `nvme` profile with its controller holding later commands
+/// behind writes that wait for buffer space.
+fn run_held_front_end(sched: &str, sets: &[(&str, &str)]) -> RunReport {
+    let path = format!("{}/profiles/nvme.toml", env!("CARGO_MANIFEST_DIR"));
+    let builtin = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let off = "front_end_waits_for_buffer = false";
+    assert!(builtin.contains(off), "{path} names the switch");
+    let text = builtin.replace(off, "front_end_waits_for_buffer = true");
+    let name = "kyber-nvme-held-front-end.fio";
+    let mut spec = RunSpec::new(JobSource::text(name, &job(name))).scheduler(sched);
+    spec.device = elevator::run::DeviceSource {
+        name: "nvme-held-front-end".into(),
+        profile: Some(text),
+    };
+    for (k, v) in sets {
+        spec = spec.set(k, v);
+    }
+    elevator::run::run(&spec).expect("simulation runs")
+}
+
+/// A percentile (ns) of the reader's completion latency.
+fn reader_pct(rep: &RunReport, pct: f64) -> u64 {
+    rep.jobs
+        .iter()
+        .find(|j| j.spec.name == "reader")
+        .expect("reader")
+        .stats
+        .percentiles(LatKind::Clat, Ddir::Read)
+        .into_iter()
+        .find(|&(p, _)| (p - pct).abs() < 1e-9)
+        .map(|(_, v)| v)
+        .expect("percentile listed")
+}
+
+#[test]
+fn kyber_throttles_writes_to_its_read_target_when_the_drive_holds_reads_behind_them() {
+    // Under none every read waits behind the 64 writes queued at the drive
+    // (64 x 64 KiB at the 1.2 GB/s drain: 3.5 ms). kyber sees reads' I/O
+    // latency over read_lat_nsec (2 ms) and halves the write domain's depth
+    // at each such timer run until reads are back under the target, then
+    // leaves it: reads settle near, not far below, the target (measured:
+    // median 3.56 -> 1.75 ms, 32 writes ahead). With a 250 us target it
+    // throttles writes to one token, and the sequential writes waiting for
+    // it merge up to max_sectors_kb (512 KiB): reads then wait for one
+    // merged write, 0.44 ms. Neither reaches the 10x of issue 10 on the
+    // p99 (which the first seconds, before the timer has acted, decide).
+    let none = run_held_front_end("none", &[]);
+    let kyber = run_held_front_end("kyber", &[]);
+    let tight = run_held_front_end("kyber", &[("iosched/read_lat_nsec", "250000")]);
+    let (m_none, m_kyber, m_tight) = (
+        reader_pct(&none, 50.0),
+        reader_pct(&kyber, 50.0),
+        reader_pct(&tight, 50.0),
+    );
+    eprintln!(
+        "held front end, reader median: none {} us, kyber {} us, kyber 250 us target {} us",
+        m_none / 1000,
+        m_kyber / 1000,
+        m_tight / 1000
+    );
+    const MS: u64 = 1_000_000;
+    assert!(m_none > 3 * MS, "none {m_none}");
+    assert!(m_kyber <= 2 * MS && m_kyber > MS, "kyber {m_kyber}");
+    assert!(m_tight < MS / 2, "kyber at 250 us {m_tight}");
+    // The writer's throughput is the drive's drain rate under all three.
+    let w = |r: &RunReport| group(r, "writer", Ddir::Write).1;
+    for r in [&kyber, &tight] {
+        assert!(
+            (w(r) / w(&none) - 1.0).abs() < 0.02,
+            "{} vs {}",
+            w(r),
+            w(&none)
+        );
+    }
 }
 
 #[test]

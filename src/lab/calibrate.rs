@@ -761,6 +761,7 @@ impl Fitter {
             jitter: (jitter * 1000.0).round() / 1000.0,
             program_ns: 0,
             program_bytes: 0,
+            front_end_waits_for_buffer: false,
         };
         let mut best: Option<(f64, NvmeParams, Vec<Point>)> = None;
         let c_jobs = 1e9 / max_jobs.max(1.0);
@@ -2176,6 +2177,7 @@ mod tests {
             jitter: 1.0,
             program_ns: 0,
             program_bytes: 0,
+            front_end_waits_for_buffer: false,
         };
         let fits = [
             (Params::Nvme(nvme.clone()), None),
@@ -2633,6 +2635,7 @@ mod tests {
             jitter: 0.1,
             program_ns: 0,
             program_bytes: 0,
+            front_end_waits_for_buffer: false,
         };
         let mut f = test_fitter(None);
         let measured = f.simulate_all(&Params::Nvme(truth));
