@@ -347,63 +347,11 @@ impl Device for Loop {
             self.worker_ns.resize(cpus.nr(), 0);
             self.share.resize(cpus.nr(), SoftirqShare::default());
         }
-        // Woken: where the CPU scheduler puts an unbound kworker (an idle
-        // CPU other than the submitter's). Running: it stays on its CPU
-        // while that is free, else load balancing moves it. A CPU whose
-        // task is within its protected slice (EEVDF's RUN_TO_PARITY) is
-        // not taken: the worker waits for the first CPU whose turn comes
-        // (the task layer grants it) unless another is not held.
         let granted = cpus.worker().granted.take();
-        let (packed, woken_at) = if granted.is_none() {
-            match self.packing(now, cpus, out) {
-                Some(decided) => decided,
-                None => return,
-            }
-        } else {
-            (false, now)
-        };
-        let mut cpu = match (granted, self.worker_cpu) {
-            (Some(c), _) => c,
-            (_, Some(c)) if packed => c,
-            _ if self.worker_waking => cpus.wake_placement_from(woken_at),
-            (_, Some(c)) if cpus.free_at(c) <= now => c,
-            (_, prev) => cpus.earliest_free(prev),
+        let Some((cpu, packed, woken_at)) = self.place_worker(now, granted, cpus, out) else {
+            return;
         };
         let seated = self.p.worker_waits_for_holder;
-        if granted.is_none()
-            && cpus.worker().on != Some(cpu)
-            && self.must_let_tasks_go(cpu, now, cpus)
-        {
-            // Tasks wait for that CPU: the worker does not book it ahead of
-            // them (its backlog there grew without bound and starved a task
-            // alone on that CPU). It tries again just after the CPU frees,
-            // behind the task woken for that instant; runnable meanwhile, it
-            // needs no wake-up from idle then.
-            self.worker_waking = false;
-            self.stretch_ns = 0;
-            out.cpu_wakeup(cpus.free_at(cpu) + 1, WORKER_TOKEN);
-            return;
-        }
-        if seated && granted.is_none() && cpus.worker().on != Some(cpu) && cpus.held(cpu) {
-            let load = &self.worker_ns;
-            match (0..cpus.nr() as u16)
-                .filter(|&c| !cpus.held(c))
-                .min_by_key(|&c| (load[c as usize], c))
-            {
-                Some(c) => cpu = c,
-                None => {
-                    // Runnable, queued behind the holders: no wake-up from
-                    // idle when its turn comes, a switch.
-                    self.worker_waking = false;
-                    let lightest = (0..cpus.nr() as u16).min_by_key(|&c| (load[c as usize], c));
-                    self.leave_cpu(cpus);
-                    let seat = cpus.worker();
-                    seat.parked = true;
-                    seat.park_on = lightest;
-                    return;
-                }
-            }
-        }
         let (id, cost) = self.list.pop_front().expect("the list is not empty");
         if seated && cpus.worker().on != Some(cpu) {
             self.leave_cpu(cpus);
@@ -493,6 +441,73 @@ impl Device for Loop {
 }
 
 impl Loop {
+    /// Where the worker runs its next command: (CPU, packed onto a
+    /// sleeping submitter, when its wake-up was asked for), or None when it
+    /// does not run now (it waits for a CPU that tasks hold or wait for, or
+    /// the packing decision is due later).
+    fn place_worker(
+        &mut self,
+        now: Ns,
+        granted: Option<u16>,
+        cpus: &mut DeviceCpus,
+        out: &mut DeviceOut,
+    ) -> Option<(u16, bool, Ns)> {
+        // Woken: where the CPU scheduler puts an unbound kworker (an idle
+        // CPU other than the submitter's). Running: it stays on its CPU
+        // while that is free, else load balancing moves it. A CPU whose
+        // task is within its protected slice (EEVDF's RUN_TO_PARITY) is
+        // not taken: the worker waits for the first CPU whose turn comes
+        // (the task layer grants it) unless another is not held.
+        let (packed, woken_at) = if granted.is_none() {
+            self.packing(now, cpus, out)?
+        } else {
+            (false, now)
+        };
+        let mut cpu = match (granted, self.worker_cpu) {
+            (Some(c), _) => c,
+            (_, Some(c)) if packed => c,
+            _ if self.worker_waking => cpus.wake_placement_from(woken_at),
+            (_, Some(c)) if cpus.free_at(c) <= now => c,
+            (_, prev) => cpus.earliest_free(prev),
+        };
+        let seated = self.p.worker_waits_for_holder;
+        if granted.is_none()
+            && cpus.worker().on != Some(cpu)
+            && self.must_let_tasks_go(cpu, now, cpus)
+        {
+            // Tasks wait for that CPU: the worker does not book it ahead of
+            // them (its backlog there grew without bound and starved a task
+            // alone on that CPU). It tries again just after the CPU frees,
+            // behind the task woken for that instant; runnable meanwhile, it
+            // needs no wake-up from idle then.
+            self.worker_waking = false;
+            self.stretch_ns = 0;
+            out.cpu_wakeup(cpus.free_at(cpu) + 1, WORKER_TOKEN);
+            return None;
+        }
+        if seated && granted.is_none() && cpus.worker().on != Some(cpu) && cpus.held(cpu) {
+            let load = &self.worker_ns;
+            match (0..cpus.nr() as u16)
+                .filter(|&c| !cpus.held(c))
+                .min_by_key(|&c| (load[c as usize], c))
+            {
+                Some(c) => cpu = c,
+                None => {
+                    // Runnable, queued behind the holders: no wake-up from
+                    // idle when its turn comes, a switch.
+                    self.worker_waking = false;
+                    let lightest = (0..cpus.nr() as u16).min_by_key(|&c| (load[c as usize], c));
+                    self.leave_cpu(cpus);
+                    let seat = cpus.worker();
+                    seat.parked = true;
+                    seat.park_on = lightest;
+                    return None;
+                }
+            }
+        }
+        Some((cpu, packed, woken_at))
+    }
+
     /// With `worker_packs_on_sleeping_submitter`, where a woken worker goes:
     /// (packed onto its submitter's CPU, when the wake-up was asked for).
     /// Whether the submitter sleeps is known only when its call ends, so the
