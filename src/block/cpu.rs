@@ -696,6 +696,10 @@ pub struct CpuState {
     cur_begin: Ns,
     /// Total CPU time charged per CPU (for utilisation).
     pub busy_ns: Vec<Ns>,
+    /// Of that, the host's wake-ups of idle CPUs (`[cpu] wake_ns`): time a
+    /// woken task waits for its CPU to come out of idle, which the kernel
+    /// counts as the idle task's (/proc/stat idle), not as busy.
+    pub idle_wake_ns: Ns,
     /// Runnable tasks waiting for each CPU, as the task layer's run queues
     /// last said (`set_tasks_waiting`): what a kernel thread woken on that
     /// CPU queues behind.
@@ -739,6 +743,7 @@ impl CpuState {
             cur_t: 0,
             cur_begin: 0,
             busy_ns: vec![0; nr_cpus],
+            idle_wake_ns: 0,
             tasks_waiting: vec![0; nr_cpus],
             held: vec![false; nr_cpus],
             worker: WorkerSeat::default(),

@@ -192,6 +192,11 @@ impl<'a> DeviceCpus<'a> {
     pub fn wake_cost(&self, cpu: u16, now: Ns) -> Ns {
         self.wake.on_cpu_free_at(self.free_at(cpu), now)
     }
+    /// `ns` of a wake-up from idle that `run_with` charges as fixed time:
+    /// counted apart, as the kernel counts it as idle.
+    pub fn count_idle_wake(&mut self, ns: Ns) {
+        self.state.idle_wake_ns += ns;
+    }
     pub fn nr(&self) -> usize {
         self.state.nr_cpus()
     }

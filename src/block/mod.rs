@@ -749,12 +749,17 @@ impl BlockLayer {
         if wake == 0 {
             return at;
         }
+        self.cpu.idle_wake_ns += wake;
         self.cpu_run(cpu, at, wake)
     }
 
     /// CPU time charged on every CPU so far.
     pub fn cpu_busy_total(&self) -> Ns {
         self.cpu.busy_ns.iter().sum()
+    }
+    /// Of `cpu_busy_total`, the wake-ups of idle CPUs (idle to the kernel).
+    pub fn cpu_idle_wake_total(&self) -> Ns {
+        self.cpu.idle_wake_ns
     }
 
     pub fn cpu_free_at(&self, cpu: u16) -> Ns {

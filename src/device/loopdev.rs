@@ -367,7 +367,9 @@ impl Device for Loop {
             CONTEXT_SWITCH_NS
         } else if std::mem::take(&mut self.worker_waking) {
             // Asked for at `woken_at`: what of the wake-up is left now.
-            cpus.wake_cost(cpu, woken_at).saturating_sub(now - woken_at)
+            let left = cpus.wake_cost(cpu, woken_at).saturating_sub(now - woken_at);
+            cpus.count_idle_wake(left);
+            left
         } else if granted.is_some() {
             CONTEXT_SWITCH_NS
         } else {

@@ -290,7 +290,8 @@ pub struct Point {
     pub read: Option<DirPoint>,
     pub write: Option<DirPoint>,
     /// Busy CPU time of the whole machine per completed I/O, us: /proc/stat
-    /// around the probe, or the simulated machine's busy time.
+    /// around the probe, or the simulated machine's busy time less its
+    /// wake-ups from idle ([`kernel_busy_ns`]).
     #[serde(default)]
     pub cpu_us_per_io: Option<f64>,
     /// CPU use of the probe's fio jobs themselves (fio's usr + sys), % of
@@ -341,7 +342,7 @@ impl Point {
                 Ddir::Trim => {}
             }
         }
-        if let Some(busy) = report.elevator.cpu_busy_ns {
+        if let Some(busy) = kernel_busy_ns(report) {
             p.cpu_us_per_io = per_io(report, busy);
         }
         p.job_cpu_pct = job_cpu_pct(report);
@@ -371,7 +372,7 @@ impl Point {
 /// of the lab's kworker and ksoftirqd time on a CPU-bound device; None for
 /// a measured report (no simulated busy time).
 pub fn kthread_us_per_io(r: &crate::report::RunReport) -> Option<f64> {
-    let busy = r.elevator.cpu_busy_ns?;
+    let busy = kernel_busy_ns(r)?;
     let inline = r.elevator.counters?.inline_device_ns;
     let jobs_ns: u64 = r
         .jobs
@@ -379,6 +380,16 @@ pub fn kthread_us_per_io(r: &crate::report::RunReport) -> Option<f64> {
         .map(|j| (j.stats.usr_time_ms + j.stats.sys_time_ms) * NS_PER_MS)
         .sum();
     per_io(r, busy.saturating_sub(jobs_ns) + inline)
+}
+
+/// A simulation's CPU busy time as /proc/stat counts it: less the host's
+/// wake-ups of idle CPUs, which the model charges to the woken CPU (the
+/// task waits for them) and the kernel counts as idle. None for a measured
+/// report.
+pub fn kernel_busy_ns(r: &crate::report::RunReport) -> Option<Ns> {
+    let busy = r.elevator.cpu_busy_ns?;
+    let idle_wake = r.elevator.counters.map_or(0, |c| c.idle_wake_ns);
+    Some(busy.saturating_sub(idle_wake))
 }
 
 /// `busy_ns` of CPU time per completed I/O of `report`, us.
@@ -2579,6 +2590,33 @@ mod tests {
         assert_eq!(old.kthread_us_per_io, None);
         let text = serde_json::to_string(&point).unwrap();
         assert!(text.contains("kthread_us_per_io"), "{text}");
+    }
+
+    #[test]
+    fn wake_ups_from_idle_are_not_counted_as_busy_cpu() {
+        // QD1: every I/O wakes the worker and then fio on idle CPUs. The
+        // model keeps those CPUs busy for the host's wake-up (the task
+        // waits for it); /proc/stat counts that time as idle, so the
+        // simulated CPU per I/O leaves it out, as the measured one does.
+        let probe = PROBES.iter().find(|p| p.name == "randread-qd1").unwrap();
+        let text = probe.job("/dev/x", 50 * NS_PER_MS);
+        let mut prof = crate::device::profile::builtin("loop").unwrap();
+        prof.cpu.get_or_insert_with(Default::default).wake_ns = 20_000;
+        let settings = SimSettings::plain(prof, 2);
+        let r = simulate_with(&JobSource::text("p.fio", &text), "none", &settings).unwrap();
+        let ios = r.completed_ios() as f64;
+        let idle = r.elevator.counters.unwrap().idle_wake_ns;
+        // At least one wake-up per I/O (the worker's; fio's too when its CPU idled).
+        assert!(
+            idle as f64 > 1.0 * 20_000.0 * ios,
+            "{idle} ns over {ios} I/Os"
+        );
+        let busy = r.elevator.cpu_busy_ns.unwrap();
+        let point = Point::of(&r);
+        let c = point.cpu_us_per_io.unwrap();
+        assert!((c - (busy - idle) as f64 / 1e3 / ios).abs() < 1e-9, "{c}");
+        assert!(c < busy as f64 / 1e3 / ios - 20.0, "{c}");
+        assert!(point.kthread_us_per_io.unwrap() < c);
     }
 
     /// The way the worker shares the CPUs. On a device simulated with the

@@ -743,7 +743,7 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
             .find(|(s, _)| s == sched)
             .and_then(|(_, r)| r.as_ref().ok());
         let sim_io = sim.and_then(|r| {
-            let busy = r.elevator.cpu_busy_ns?;
+            let busy = super::calibrate::kernel_busy_ns(r)?;
             super::calibrate::per_io(r, busy)
         });
         let show = |m: Option<Stat>, s: Option<f64>, digits: usize| {
@@ -768,7 +768,7 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
     }
     vec![
         format!(
-            "CPU per I/O, whole machine, us (measured median / simulated): {}",
+            "CPU per I/O, whole machine, us (measured median / simulated, its wake-ups from idle left out as /proc/stat leaves them): {}",
             per_io.join(", ")
         ),
         format!(

@@ -104,6 +104,9 @@ pub struct SimCounters {
     /// CPU, `[loop] nowait_percent`): counted in that task's CPU here,
     /// where the kernel counts it as its kworker's.
     pub inline_device_ns: u64,
+    /// CPU time the model kept CPUs busy waking from idle (`[cpu]
+    /// wake_ns`), part of `cpu_busy_ns`; the kernel counts it as idle.
+    pub idle_wake_ns: u64,
 }
 
 /// What the mounted file system did.

@@ -1230,6 +1230,7 @@ impl Simulation {
             softirq_runs: self.block.softirq_runs,
             softirq_completions: self.block.softirq_completions,
             inline_device_ns: self.block.inline_device_ns,
+            idle_wake_ns: self.block.cpu_idle_wake_total(),
         };
         // Log files that failed to write: the run's warnings say which.
         let mut warnings = std::mem::take(&mut self.block.warnings);
