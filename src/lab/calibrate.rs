@@ -408,15 +408,23 @@ pub fn job_cpu_pct(report: &crate::report::RunReport) -> Option<f64> {
 }
 
 /// Each job's own CPU use (fio's `usr_cpu + sys_cpu`), % of one CPU, for
-/// the jobs that ran.
+/// the jobs that ran. In a simulation, less the device work a job ran in
+/// `queue_rq` for the device's worker (`inline_device_ns`, shared out by
+/// completed I/Os): the kernel counts that as its kworker's, as
+/// [`kthread_us_per_io`] does, so fio's measured CPU never holds it.
 pub fn jobs_cpu_pcts(report: &crate::report::RunReport) -> Vec<f64> {
+    let inline = report.elevator.counters.map_or(0, |c| c.inline_device_ns) as f64;
+    let ios = report.completed_ios().max(1) as f64;
     report
         .jobs
         .iter()
         .filter(|j| j.stats.total_run_time_ms > 0)
         .map(|j| {
             let s = &j.stats;
-            (s.usr_time_ms + s.sys_time_ms) as f64 * 100.0 / s.total_run_time_ms as f64
+            let own_ios: u64 = s.dirs.iter().map(|d| d.total_ios).sum();
+            let worker_ms = inline * own_ios as f64 / ios / NS_PER_MS as f64;
+            let own_ms = ((s.usr_time_ms + s.sys_time_ms) as f64 - worker_ms).max(0.0);
+            own_ms * 100.0 / s.total_run_time_ms as f64
         })
         .collect()
 }
@@ -2582,6 +2590,14 @@ mod tests {
             ki > 0.0,
             "the worker's commands still count as its own: {ki}"
         );
+        // ... and not as fio's: its CPU is the task's less that work.
+        let j = &inline.jobs[0].stats;
+        let raw = (j.usr_time_ms + j.sys_time_ms) as f64 * 100.0 / j.total_run_time_ms as f64;
+        let worker = inline.elevator.counters.unwrap().inline_device_ns as f64 / 1e6 * 100.0
+            / j.total_run_time_ms as f64;
+        let own = job_cpu_pct(&inline).unwrap();
+        assert!((own - (raw - worker)).abs() < 1e-9, "{own} {raw} {worker}");
+        assert!(worker > 1.0, "{worker}");
         assert!(whole > 0);
         let mut measured = r.clone();
         measured.elevator.cpu_busy_ns = None;
