@@ -49,6 +49,12 @@ fn group(rep: &RunReport, job: &str, d: Ddir) -> (u64, f64, f64) {
 
 /// p99 completion latency (ns) of the first job named `job`.
 fn p99(rep: &RunReport, job: &str, d: Ddir) -> u64 {
+    percentile(rep, job, d, 99.0)
+}
+
+/// Percentile `pct` of the completion latency (ns) of the first job named
+/// `job`.
+fn percentile(rep: &RunReport, job: &str, d: Ddir, pct: f64) -> u64 {
     let j = rep
         .jobs
         .iter()
@@ -57,9 +63,9 @@ fn p99(rep: &RunReport, job: &str, d: Ddir) -> u64 {
     j.stats
         .percentiles(LatKind::Clat, d)
         .into_iter()
-        .find(|&(p, _)| (p - 99.0).abs() < 1e-9)
+        .find(|&(p, _)| (p - pct).abs() < 1e-9)
         .map(|(_, v)| v)
-        .expect("p99 listed")
+        .unwrap_or_else(|| panic!("p{pct} listed"))
 }
 
 const E2: &str = "kyber-e2-sata-ssd.fio";
@@ -235,20 +241,6 @@ fn run_held_front_end(sched: &str, sets: &[(&str, &str)]) -> RunReport {
     elevator::run::run(&spec).expect("simulation runs")
 }
 
-/// A percentile (ns) of the reader's completion latency.
-fn reader_pct(rep: &RunReport, pct: f64) -> u64 {
-    rep.jobs
-        .iter()
-        .find(|j| j.spec.name == "reader")
-        .expect("reader")
-        .stats
-        .percentiles(LatKind::Clat, Ddir::Read)
-        .into_iter()
-        .find(|&(p, _)| (p - pct).abs() < 1e-9)
-        .map(|(_, v)| v)
-        .expect("percentile listed")
-}
-
 #[test]
 fn kyber_throttles_writes_to_its_read_target_when_the_drive_holds_reads_behind_them() {
     // Under none every read waits behind the 64 writes queued at the drive
@@ -265,9 +257,9 @@ fn kyber_throttles_writes_to_its_read_target_when_the_drive_holds_reads_behind_t
     let kyber = run_held_front_end("kyber", &[]);
     let tight = run_held_front_end("kyber", &[("iosched/read_lat_nsec", "250000")]);
     let (m_none, m_kyber, m_tight) = (
-        reader_pct(&none, 50.0),
-        reader_pct(&kyber, 50.0),
-        reader_pct(&tight, 50.0),
+        percentile(&none, "reader", Ddir::Read, 50.0),
+        percentile(&kyber, "reader", Ddir::Read, 50.0),
+        percentile(&tight, "reader", Ddir::Read, 50.0),
     );
     eprintln!(
         "held front end, reader median: none {} us, kyber {} us, kyber 250 us target {} us",

@@ -603,11 +603,9 @@ impl Loop {
     /// follow it there before the worker comes back.
     fn settle_softirq_run(&mut self, cpu: u16, cpus: &DeviceCpus) {
         for (c, share) in self.share.iter_mut().enumerate() {
-            match share.ran_from.take() {
-                Some(from) if c == cpu as usize => {
-                    share.lead -= cpus.free_at(cpu).saturating_sub(from) as i64;
-                }
-                _ => {}
+            let from = share.ran_from.take();
+            if let Some(from) = from.filter(|_| c == cpu as usize) {
+                share.lead -= cpus.free_at(cpu).saturating_sub(from) as i64;
             }
         }
     }
