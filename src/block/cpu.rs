@@ -700,6 +700,8 @@ pub struct CpuState {
     /// woken task waits for its CPU to come out of idle, which the kernel
     /// counts as the idle task's (/proc/stat idle), not as busy.
     pub idle_wake_ns: Ns,
+    /// How many of those wake-ups there were: the CPUs' exits from idle.
+    pub idle_wakes: u64,
     /// Runnable tasks waiting for each CPU, as the task layer's run queues
     /// last said (`set_tasks_waiting`): what a kernel thread woken on that
     /// CPU queues behind.
@@ -744,6 +746,7 @@ impl CpuState {
             cur_begin: 0,
             busy_ns: vec![0; nr_cpus],
             idle_wake_ns: 0,
+            idle_wakes: 0,
             tasks_waiting: vec![0; nr_cpus],
             held: vec![false; nr_cpus],
             worker: WorkerSeat::default(),

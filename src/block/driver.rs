@@ -192,10 +192,11 @@ impl<'a> DeviceCpus<'a> {
     pub fn wake_cost(&self, cpu: u16, now: Ns) -> Ns {
         self.wake.on_cpu_free_at(self.free_at(cpu), now)
     }
-    /// `ns` of a wake-up from idle that `run_with` charges as fixed time:
-    /// counted apart, as the kernel counts it as idle.
-    pub fn count_idle_wake(&mut self, ns: Ns) {
-        self.state.idle_wake_ns += ns;
+    /// A wake-up of an idle CPU: `left_ns` of it, which `run_with` charges
+    /// as fixed time, counted apart, as the kernel counts it as idle.
+    pub fn count_idle_wake(&mut self, left_ns: Ns) {
+        self.state.idle_wake_ns += left_ns;
+        self.state.idle_wakes += 1;
     }
     pub fn nr(&self) -> usize {
         self.state.nr_cpus()

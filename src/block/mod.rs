@@ -750,6 +750,7 @@ impl BlockLayer {
             return at;
         }
         self.cpu.idle_wake_ns += wake;
+        self.cpu.idle_wakes += 1;
         self.cpu_run(cpu, at, wake)
     }
 
@@ -760,6 +761,10 @@ impl BlockLayer {
     /// Of `cpu_busy_total`, the wake-ups of idle CPUs (idle to the kernel).
     pub fn cpu_idle_wake_total(&self) -> Ns {
         self.cpu.idle_wake_ns
+    }
+    /// How many wake-ups of idle CPUs there were.
+    pub fn cpu_idle_wakes(&self) -> u64 {
+        self.cpu.idle_wakes
     }
 
     pub fn cpu_free_at(&self, cpu: u16) -> Ns {

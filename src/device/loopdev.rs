@@ -367,8 +367,11 @@ impl Device for Loop {
             CONTEXT_SWITCH_NS
         } else if std::mem::take(&mut self.worker_waking) {
             // Asked for at `woken_at`: what of the wake-up is left now.
-            let left = cpus.wake_cost(cpu, woken_at).saturating_sub(now - woken_at);
-            cpus.count_idle_wake(left);
+            let cost = cpus.wake_cost(cpu, woken_at);
+            let left = cost.saturating_sub(now - woken_at);
+            if cost > 0 {
+                cpus.count_idle_wake(left);
+            }
             left
         } else if granted.is_some() {
             CONTEXT_SWITCH_NS

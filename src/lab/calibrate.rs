@@ -306,6 +306,13 @@ pub struct Point {
     /// fit, not fitted; probes saved before 2026-12-06g have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kthread_us_per_io: Option<f64>,
+    /// Wake-ups of idle CPUs per completed I/O: measured, the CPUs' entries
+    /// into their idle states (`CpuTimes::idle_entries`); simulated, a task
+    /// or the device's worker woken on an idle CPU. How often the pipeline
+    /// of submitter, worker and completions runs dry. Shown beside the fit,
+    /// not fitted; probes saved before 2026-12-07h have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_wakes_per_io: Option<f64>,
     /// A probe of several jobs: the lowest job's IOPS over the highest's
     /// (each job reported alone, no group_reporting). Whether the jobs share
     /// the CPUs evenly is a property of the CPU sharing the fit chooses;
@@ -347,6 +354,10 @@ impl Point {
         }
         p.job_cpu_pct = job_cpu_pct(report);
         p.kthread_us_per_io = kthread_us_per_io(report);
+        p.idle_wakes_per_io = report
+            .elevator
+            .counters
+            .and_then(|c| count_per_io(report, c.idle_wakes));
         p
     }
 
@@ -396,6 +407,12 @@ pub fn kernel_busy_ns(r: &crate::report::RunReport) -> Option<Ns> {
 pub fn per_io(report: &crate::report::RunReport, busy_ns: Ns) -> Option<f64> {
     let ios = report.completed_ios();
     (ios > 0).then(|| busy_ns as f64 / 1000.0 / ios as f64)
+}
+
+/// Events per completed I/O.
+pub fn count_per_io(report: &crate::report::RunReport, n: u64) -> Option<f64> {
+    let ios = report.completed_ios();
+    (ios > 0).then(|| n as f64 / ios as f64)
 }
 
 /// The jobs' own CPU use (fio's `usr_cpu + sys_cpu`), % of one CPU, mean
@@ -448,6 +465,7 @@ fn median_point(v: &[Point]) -> Point {
     let job: Vec<f64> = v.iter().filter_map(|p| p.job_cpu_pct).collect();
     let even: Vec<f64> = v.iter().filter_map(|p| p.evenness).collect();
     let kthreads: Vec<f64> = v.iter().filter_map(|p| p.kthread_us_per_io).collect();
+    let idle: Vec<f64> = v.iter().filter_map(|p| p.idle_wakes_per_io).collect();
     Point {
         read: pick(&|p| p.read),
         write: pick(&|p| p.write),
@@ -455,6 +473,7 @@ fn median_point(v: &[Point]) -> Point {
         job_cpu_pct: (!job.is_empty()).then(|| median(&job)),
         evenness: (!even.is_empty()).then(|| median(&even)),
         kthread_us_per_io: (!kthreads.is_empty()).then(|| median(&kthreads)),
+        idle_wakes_per_io: (!idle.is_empty()).then(|| median(&idle)),
     }
 }
 
@@ -1323,6 +1342,7 @@ pub fn run_probe(s: &Session, p: &Probe, runtime: Ns) -> Result<Point, String> {
     let mut pt = Point::of(&rep);
     pt.cpu_us_per_io = per_io(&rep, cpu.busy_ns);
     pt.kthread_us_per_io = cpu.kthread_ns.and_then(|ns| per_io(&rep, ns));
+    pt.idle_wakes_per_io = cpu.idle_entries.and_then(|n| count_per_io(&rep, n));
     Ok(pt)
 }
 
@@ -1573,6 +1593,9 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
         "meas kthr us/io".into(),
         "fit".into(),
         "err".into(),
+        "meas idle/io".into(),
+        "fit".into(),
+        "err".into(),
         "meas even".into(),
         "fit".into(),
         "diff".into(),
@@ -1631,6 +1654,7 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
                 pair(|p| p.cpu_us_per_io),
                 pair(|p| p.job_cpu_pct),
                 pair(|p| p.kthread_us_per_io),
+                pair(|p| p.idle_wakes_per_io),
             ] {
                 last.extend([
                     mc.map_or("-".into(), num),
@@ -2090,12 +2114,8 @@ mod tests {
         assert_eq!(hook_speed_bound(HOOK_SPEED_MIN), Some("lower"));
         assert_eq!(hook_speed_bound(1.13), None);
         let at = |cpu: Option<f64>| Point {
-            read: None,
-            write: None,
             cpu_us_per_io: cpu,
-            job_cpu_pct: None,
-            evenness: None,
-            kthread_us_per_io: None,
+            ..Point::default()
         };
         let note = hook_bound_note("upper", Some(&at(Some(5.65))), Some(&at(Some(5.07))));
         assert!(note.contains("upper bound"), "{note}");
@@ -2627,6 +2647,14 @@ mod tests {
             idle as f64 > 1.0 * 20_000.0 * ios,
             "{idle} ns over {ios} I/Os"
         );
+        // Counted too: one or two wake-ups from idle per I/O, each at most
+        // the host's (flat here) wake-up.
+        let wakes = r.elevator.counters.unwrap().idle_wakes;
+        assert!(
+            (1.0..=2.0).contains(&(wakes as f64 / ios)),
+            "{wakes} over {ios}"
+        );
+        assert!(idle <= wakes * 20_000, "{idle} ns in {wakes} wake-ups");
         let busy = r.elevator.cpu_busy_ns.unwrap();
         let point = Point::of(&r);
         let c = point.cpu_us_per_io.unwrap();

@@ -603,6 +603,11 @@ pub struct CpuTimes {
     /// it was counted). A kworker that exits during a run takes its time
     /// with it; one created during it counts from 0.
     pub kthread_ns: Option<Ns>,
+    /// Entries into the CPUs' idle states (the `usage` of every
+    /// /sys/devices/system/cpu/cpuN/cpuidle/stateM): each ends in a wake-up
+    /// of an idle CPU, the host's wake-up cost on a virtual machine. None
+    /// without cpuidle (or a record kept before 2026-12-07h).
+    pub idle_entries: Option<u64>,
 }
 
 /// Whether a thread of this name (`/proc/PID/comm`) is one of the kernel
@@ -648,11 +653,45 @@ fn kthread_ns_now() -> Option<Ns> {
     Some(total)
 }
 
+/// The sum of every CPU's idle-state entries (see
+/// [`CpuTimes::idle_entries`]); None when no CPU has cpuidle states.
+fn idle_entries_now() -> Option<u64> {
+    idle_entries_under(Path::new("/sys/devices/system/cpu"))
+}
+
+/// [`idle_entries_now`] under `base` (a copy of /sys/devices/system/cpu).
+fn idle_entries_under(base: &Path) -> Option<u64> {
+    let mut total = None;
+    for cpu in std::fs::read_dir(base).ok()?.flatten() {
+        let name = cpu.file_name();
+        let is_cpu = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("cpu"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if !is_cpu {
+            continue;
+        }
+        let Ok(states) = std::fs::read_dir(cpu.path().join("cpuidle")) else {
+            continue;
+        };
+        for state in states.flatten() {
+            if let Some(n) = std::fs::read_to_string(state.path().join("usage"))
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+            {
+                total = Some(total.unwrap_or(0) + n);
+            }
+        }
+    }
+    total
+}
+
 impl CpuTimes {
     pub fn now() -> CpuTimes {
         let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
         CpuTimes {
             kthread_ns: kthread_ns_now(),
+            idle_entries: idle_entries_now(),
             ..CpuTimes::parse(&text, signal::clock_ticks())
         }
     }
@@ -682,6 +721,7 @@ impl CpuTimes {
             steal_ns: to_ns(g(7)),
             block_softirqs,
             kthread_ns: None,
+            idle_entries: None,
         }
     }
 
@@ -691,6 +731,10 @@ impl CpuTimes {
             steal_ns: self.steal_ns.saturating_sub(earlier.steal_ns),
             block_softirqs: self.block_softirqs.saturating_sub(earlier.block_softirqs),
             kthread_ns: match (self.kthread_ns, earlier.kthread_ns) {
+                (Some(now), Some(then)) => Some(now.saturating_sub(then)),
+                _ => None,
+            },
+            idle_entries: match (self.idle_entries, earlier.idle_entries) {
                 (Some(now), Some(then)) => Some(now.saturating_sub(then)),
                 _ => None,
             },
@@ -733,6 +777,35 @@ mod tests {
         };
         assert_eq!(b.since(&a).kthread_ns, Some(7_000));
         assert_eq!(b.since(&CpuTimes::default()).kthread_ns, None);
+    }
+
+    #[test]
+    fn idle_entries_sum_every_cpu_s_states() {
+        let base = std::env::temp_dir().join(format!("elevator-idle-{}", std::process::id()));
+        let state = |cpu: &str, st: &str, usage: &str| {
+            let d = base.join(cpu).join("cpuidle").join(st);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("usage"), usage).unwrap();
+        };
+        assert_eq!(idle_entries_under(&base), None);
+        state("cpu0", "state0", "0\n");
+        state("cpu0", "state1", "120\n");
+        state("cpu1", "state1", "30\n");
+        // Not a CPU's: cpufreq, the global cpuidle directory.
+        state("cpufreq", "state1", "7\n");
+        std::fs::create_dir_all(base.join("cpuidle").join("cpuidle")).unwrap();
+        assert_eq!(idle_entries_under(&base), Some(150));
+        let a = CpuTimes {
+            idle_entries: Some(150),
+            ..CpuTimes::default()
+        };
+        let b = CpuTimes {
+            idle_entries: Some(100),
+            ..CpuTimes::default()
+        };
+        assert_eq!(a.since(&b).idle_entries, Some(50));
+        assert_eq!(a.since(&CpuTimes::default()).idle_entries, None);
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

@@ -56,6 +56,9 @@ struct RecordedRun {
     /// before 2026-12-06f).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kthread_ns: Option<Ns>,
+    /// Entries into the CPUs' idle states (absent before 2026-12-07h).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    idle_entries: Option<u64>,
     wall_ns: Ns,
     knobs: Vec<(String, String)>,
     /// The device's `stat` over the run, in the kernel's field order.
@@ -119,6 +122,7 @@ pub fn save(
                 steal_ns: x.cpu.steal_ns,
                 block_softirqs: x.cpu.block_softirqs,
                 kthread_ns: x.cpu.kthread_ns,
+                idle_entries: x.cpu.idle_entries,
                 wall_ns: x.wall_ns,
                 knobs: x.report.elevator.knobs.clone(),
                 disk_stat: x.report.elevator.disk_stats.as_ref().map(stat_line),
@@ -189,6 +193,7 @@ pub fn load(dir: &Path, job: &Path) -> Result<(LabResult, RecordedOptions), Stri
                 steal_ns: x.steal_ns,
                 block_softirqs: x.block_softirqs,
                 kthread_ns: x.kthread_ns,
+                idle_entries: x.idle_entries,
             },
             wall_ns: x.wall_ns,
             disk_log: Vec::new(),
@@ -261,6 +266,7 @@ mod tests {
                     steal_ns: 5,
                     block_softirqs: 40_000 + round as u64,
                     kthread_ns: (round == 2).then_some(3_000_000),
+                    idle_entries: (round == 1).then_some(12_345),
                 },
                 wall_ns: 1_100_000_000,
                 disk_log: Vec::new(),

@@ -721,6 +721,7 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
     let mut ctx = Vec::new();
     let mut softirqs = Vec::new();
     let mut kthreads = Vec::new();
+    let mut idle = Vec::new();
     for sched in &inp.lab.schedulers {
         let runs = inp.lab.runs_of(sched);
         let of = |f: &dyn Fn(&super::runner::LabRun) -> f64| {
@@ -736,6 +737,12 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
         let meas_softirqs = of(&|x| match x.cpu.block_softirqs {
             0 => f64::NAN,
             n => n as f64 / ios(&x.report),
+        });
+        let meas_idle = of(&|x| {
+            x.cpu
+                .idle_entries
+                .and_then(|n| super::calibrate::count_per_io(&x.report, n))
+                .unwrap_or(f64::NAN)
         });
         let sim = inp
             .sims
@@ -765,6 +772,9 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
             sim.and_then(super::calibrate::kthread_us_per_io),
             2,
         ));
+        let sim_idle =
+            sim.and_then(|r| super::calibrate::count_per_io(r, r.elevator.counters?.idle_wakes));
+        idle.push(show(meas_idle, sim_idle, 3));
     }
     vec![
         format!(
@@ -786,6 +796,10 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
         format!(
             "BLOCK softirq runs per I/O (measured: the machine's, /proc/stat; simulated: a device's raised from process context, e.g. the loop worker's): {}",
             softirqs.join(", ")
+        ),
+        format!(
+            "CPU wake-ups from idle per I/O (measured: entries into the CPUs' idle states, /sys/devices/system/cpu/cpu*/cpuidle; simulated: a task or the device's worker woken on an idle CPU): {}",
+            idle.join(", ")
         ),
     ]
 }

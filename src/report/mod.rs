@@ -107,6 +107,9 @@ pub struct SimCounters {
     /// CPU time the model kept CPUs busy waking from idle (`[cpu]
     /// wake_ns`), part of `cpu_busy_ns`; the kernel counts it as idle.
     pub idle_wake_ns: u64,
+    /// How many such wake-ups: a task or the device's worker woken on an
+    /// idle CPU (the kernel's exits from idle).
+    pub idle_wakes: u64,
 }
 
 /// What the mounted file system did.

@@ -1231,6 +1231,7 @@ impl Simulation {
             softirq_completions: self.block.softirq_completions,
             inline_device_ns: self.block.inline_device_ns,
             idle_wake_ns: self.block.cpu_idle_wake_total(),
+            idle_wakes: self.block.cpu_idle_wakes(),
         };
         // Log files that failed to write: the run's warnings say which.
         let mut warnings = std::mem::take(&mut self.block.warnings);
