@@ -17,7 +17,7 @@ esac
 one() {
   [ -d "$S/$2" ] || return 0
   echo "== $2 ($1)"
-  $E validate "$1" --from-lab "$S/$2" --profile "$P" --quiet | grep -E "^  check |CPU per I/O|context switches|BLOCK softirq|kernel threads" || true
+  $E validate "$1" --from-lab "$S/$2" --profile "$P" --quiet | grep -E "^  check |CPU per I/O|context switches|BLOCK softirq|kernel threads|wake-ups from idle" || true
 }
 one examples/e2-sata-ssd.fio lab-e2
 one examples/lab/randread-qd64.fio lab-qd64
