@@ -7,6 +7,9 @@
 # machine's busy share (/proc/stat, ticks).
 #   cpu-split.py /dev/loopN [ROUNDS]
 import json, os, subprocess, sys
+if len(sys.argv) not in (2, 3) or not os.path.exists(sys.argv[1]) or \
+        (len(sys.argv) == 3 and not sys.argv[2].isdigit()):
+    sys.exit('usage: cpu-split.py /dev/loopN [ROUNDS]  (a loop device to read, rounds default 2)')
 DEV = sys.argv[1]
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 SHAPES = [('qd1', 1, 1), ('qd4', 4, 1), ('qd16', 16, 1), ('qd64', 64, 1), ('qd16x4', 16, 4)]
@@ -51,7 +54,12 @@ def one(name, depth, jobs):
             '--bs=4k', '--rw=randread', f'--iodepth={depth}', f'--numjobs={jobs}',
             '--runtime=3', '--time_based=1', '--group_reporting=1', '--output-format=json']
     s0, m0, k0, i0 = block_softirqs(), machine(), kthreads(), idle_entries()
-    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    try:
+        out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    except FileNotFoundError:
+        sys.exit('cpu-split.py: fio not found (apt-get install fio)')
+    except subprocess.CalledProcessError as e:
+        sys.exit(f'cpu-split.py: fio failed on {DEV}: {e.stderr.strip()}')
     s1, m1, k1, i1 = block_softirqs(), machine(), kthreads(), idle_entries()
     j = json.loads(out[out.index('{'):])['jobs'][0]
     ios = j['read']['total_ios']
