@@ -4,7 +4,9 @@
 # times it was switched in), the kworkers' (the same, for the kworkers that
 # existed before the run: the loop's work runs on the unbound pool's
 # kworkers, whichever is free), BLOCK softirq runs (/proc/softirqs) and the
-# machine's busy share (/proc/stat, ticks).
+# machine's busy share (/proc/stat, ticks), and the CPUs' entries into idle
+# (/sys/devices/system/cpu/cpuN/cpuidle/stateM/usage). Reads only (randread);
+# one JSON line per run. Used for lab-records/README.md, 2026-12-07h.
 #   cpu-split.py /dev/loopN [ROUNDS]
 import json, os, subprocess, sys
 if len(sys.argv) not in (2, 3) or not os.path.exists(sys.argv[1]) or \
