@@ -762,6 +762,13 @@ impl CpuState {
             *h = held;
         }
     }
+    /// A wake-up of an idle CPU that keeps it busy `ns`: counted apart
+    /// within the busy time, since the kernel counts that time as idle.
+    pub fn count_idle_wake(&mut self, ns: Ns) {
+        self.idle_wake_ns += ns;
+        self.idle_wakes += 1;
+    }
+
     pub fn nr_cpus(&self) -> usize {
         self.free.len()
     }

@@ -193,10 +193,9 @@ impl<'a> DeviceCpus<'a> {
         self.wake.on_cpu_free_at(self.free_at(cpu), now)
     }
     /// A wake-up of an idle CPU: `left_ns` of it, which `run_with` charges
-    /// as fixed time, counted apart, as the kernel counts it as idle.
+    /// as fixed time (`CpuState::count_idle_wake`).
     pub fn count_idle_wake(&mut self, left_ns: Ns) {
-        self.state.idle_wake_ns += left_ns;
-        self.state.idle_wakes += 1;
+        self.state.count_idle_wake(left_ns);
     }
     pub fn nr(&self) -> usize {
         self.state.nr_cpus()

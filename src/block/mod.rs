@@ -749,8 +749,7 @@ impl BlockLayer {
         if wake == 0 {
             return at;
         }
-        self.cpu.idle_wake_ns += wake;
-        self.cpu.idle_wakes += 1;
+        self.cpu.count_idle_wake(wake);
         self.cpu_run(cpu, at, wake)
     }
 

@@ -405,11 +405,10 @@ pub fn kernel_busy_ns(r: &crate::report::RunReport) -> Option<Ns> {
 
 /// `busy_ns` of CPU time per completed I/O of `report`, us.
 pub fn per_io(report: &crate::report::RunReport, busy_ns: Ns) -> Option<f64> {
-    let ios = report.completed_ios();
-    (ios > 0).then(|| busy_ns as f64 / 1000.0 / ios as f64)
+    count_per_io(report, busy_ns).map(|ns| ns / 1000.0)
 }
 
-/// Events per completed I/O.
+/// Events (or ns) per completed I/O.
 pub fn count_per_io(report: &crate::report::RunReport, n: u64) -> Option<f64> {
     let ios = report.completed_ios();
     (ios > 0).then(|| n as f64 / ios as f64)
