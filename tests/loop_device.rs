@@ -121,6 +121,29 @@ fn a_wake_up_deepens_with_the_idle_time() {
     assert!((8.0..26.0).contains(&slow), "{slow}");
 }
 
+#[test]
+fn a_sleep_costs_fio_its_own_cpu_where_it_sleeps() {
+    // fio's CPU per I/O from its usr+sys: at QD1 it sleeps for every I/O
+    // and pays `[cpu] sleep_ns` each time; at QD64 it hardly sleeps.
+    let fio_us = |r: &RunReport| {
+        let j = &r.jobs[0];
+        (j.stats.usr_time_ms + j.stats.sys_time_ms) as f64 * 1000.0
+            / j.stats.total_ios(Ddir::Read) as f64
+    };
+    let extra = |depth: u32| {
+        let base = run(depth, "none", &[]);
+        let dear = run(depth, "none", &[("cpu/sleep_ns", "9000")]);
+        (fio_us(&dear) - fio_us(&base), base, dear)
+    };
+    // profiles/loop.toml's host runs at half the reference speed: 7.5 us
+    // of the reference core more per sleep is 15 us there.
+    let (qd1, ..) = extra(1);
+    assert!((13.0..17.0).contains(&qd1), "QD1: {qd1} us more per I/O");
+    let (qd64, base, dear) = extra(64);
+    assert!(qd64 < 0.5, "QD64: {qd64} us more per I/O");
+    assert!((iops(&dear) / iops(&base) - 1.0).abs() < 0.05);
+}
+
 /// Per-job IOPS of `examples/lab/randread-2x32.fio` (two QD32 readers on
 /// two CPUs, so the worker shares a CPU with a job) on the built-in
 /// `device`, or on the profile text `profile` when given.

@@ -1317,8 +1317,9 @@ fn fio_tasks(
     cg_ids: &[u16],
 ) -> Result<Vec<TaskSlot>, Error> {
     let cpus = cfg.machine.cpus as usize;
-    let syscalls = SyscallCosts::on(&cfg.machine);
-    let cache_syscalls = SyscallCosts::on(&cfg.cache_machine);
+    let sleep_ns = cfg.settings.cpu_costs.sleep_ns;
+    let syscalls = SyscallCosts::on(&cfg.machine, sleep_ns);
+    let cache_syscalls = SyscallCosts::on(&cfg.cache_machine, sleep_ns);
     let mut rng = ChaCha8Rng::seed_from_u64(stream_seed(cfg.seed, 0x5eed));
     let mut tasks = Vec::with_capacity(jobfile.jobs.len());
     for (i, spec) in jobfile.jobs.iter().enumerate() {

@@ -72,6 +72,7 @@ pub struct SyscallCosts {
     /// (0.01): about 3.5 us per sleep on its own account. Without it the
     /// model's fio cost the same per I/O at every depth. A switch to
     /// another task is charged by the run queues instead (`runqueue`).
+    /// A profile may give the host's own (`[cpu] sleep_ns`).
     pub sleep_switch_ns: Ns,
 }
 
@@ -91,9 +92,13 @@ impl SyscallCosts {
         sleep_switch_ns: CONTEXT_SWITCH_NS,
     };
 
-    /// On `machine`'s CPUs.
-    pub fn on(machine: &Machine) -> SyscallCosts {
-        let r = SyscallCosts::REFERENCE;
+    /// On `machine`'s CPUs, with a sleep's cost on the reference core
+    /// (`[cpu] sleep_ns`) if the profile gives one.
+    pub fn on(machine: &Machine, sleep_ns: Option<Ns>) -> SyscallCosts {
+        let r = SyscallCosts {
+            sleep_switch_ns: sleep_ns.unwrap_or(SyscallCosts::REFERENCE.sleep_switch_ns),
+            ..SyscallCosts::REFERENCE
+        };
         SyscallCosts {
             sync_submit_ns: machine.scale_ns(r.sync_submit_ns),
             aio_submit_base_ns: machine.scale_ns(r.aio_submit_base_ns),
