@@ -3,7 +3,8 @@
 # CPU (fio's usr+sys), ksoftirqd's (/proc/PID/schedstat: run time and the
 # times it was switched in), the kworkers' (the same, for the kworkers that
 # existed before the run: the loop's work runs on the unbound pool's
-# kworkers, whichever is free), BLOCK softirq runs (/proc/softirqs) and the
+# kworkers, whichever is free; with how long each waited to run once
+# runnable, schedstat's run_delay), BLOCK softirq runs (/proc/softirqs) and the
 # machine's busy share (/proc/stat, ticks), and the CPUs' entries into idle
 # (/sys/devices/system/cpu/cpuN/cpuidle/stateM/usage). Reads only (randread);
 # one JSON line per run. Used for lab-records/README.md, 2026-12-07h.
@@ -45,8 +46,8 @@ def kthreads():
             comm = open(f'/proc/{pid}/comm').read().strip()
             if not (comm.startswith('kworker') or comm.startswith('ksoftirqd')):
                 continue
-            run, _wait, slices = map(int, open(f'/proc/{pid}/schedstat').read().split())
-            r[pid] = (comm.startswith('ksoftirqd'), run, slices)
+            run, wait, slices = map(int, open(f'/proc/{pid}/schedstat').read().split())
+            r[pid] = (comm.startswith('ksoftirqd'), run, slices, wait)
         except (OSError, ValueError):
             pass
     return r
@@ -66,11 +67,12 @@ def one(name, depth, jobs):
     j = json.loads(out[out.index('{'):])['jobs'][0]
     ios = j['read']['total_ios']
     secs = j['read']['runtime'] / 1000.0
-    sums = {True: [0, 0], False: [0, 0]}
-    for pid, (is_ksoftirqd, run, slices) in k1.items():
+    sums = {True: [0, 0, 0], False: [0, 0, 0]}
+    for pid, (is_ksoftirqd, run, slices, wait) in k1.items():
         if pid in k0 and k0[pid][0] == is_ksoftirqd:
             sums[is_ksoftirqd][0] += run - k0[pid][1]
             sums[is_ksoftirqd][1] += slices - k0[pid][2]
+            sums[is_ksoftirqd][2] += wait - k0[pid][3]
     d = [b - a for a, b in zip(m0, m1)]
     busy = 1.0 - (d[3] + d[4]) / sum(d)
     per_io = lambda ns: ns / 1000.0 / ios
@@ -80,6 +82,8 @@ def one(name, depth, jobs):
         'fio_ctx_per_io': j['ctx'] / ios,
         'ksoftirqd_us_per_io': per_io(sums[True][0]), 'ksoftirqd_runs_per_io': sums[True][1] / ios,
         'kworker_us_per_io': per_io(sums[False][0]), 'kworker_slices_per_io': sums[False][1] / ios,
+        'ksoftirqd_wait_us_per_run': sums[True][2] / 1000.0 / max(1, sums[True][1]),
+        'kworker_wait_us_per_slice': sums[False][2] / 1000.0 / max(1, sums[False][1]),
         'block_softirqs_per_io': (s1 - s0) / ios,
         'idle_entries_per_io': (i1 - i0) / ios,
         'softirq_share_us_per_io': d[6] / sum(d) * os.cpu_count() * secs * 1e6 / ios,
