@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # CPU per I/O of fio, ksoftirqd and the kworkers by pool (unbound: the loop
 # worker; highpri per-CPU: kblockd) under none, mq-deadline and kyber at
-# QD64, twice (lab-records/2026-12-07j, measurement 4). As run, with the
+# QD64, twice (lab-records/traces/2026-12-07j, measurement 4). As run, with the
 # device an argument.
 import json, os, subprocess, sys
 import sys
