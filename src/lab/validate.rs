@@ -707,15 +707,19 @@ fn evenness_lines(rows: &[Row]) -> Vec<String> {
 
 /// The whole machine's busy CPU time per completed I/O, the jobs' own CPU
 /// use (fio's usr+sys, summed over the jobs), the kernel threads' CPU per
-/// I/O, the jobs' context switches and the BLOCK softirq runs per I/O, per
-/// scheduler: the median of the rounds and the simulation. On a CPU-bound
+/// I/O, the jobs' context switches, the BLOCK softirq runs and the CPUs'
+/// wake-ups from idle per I/O, per scheduler: the median of the rounds and
+/// the simulation. On a CPU-bound
 /// device these say which side of the model is too costly: the submitting
 /// tasks or the rest (the device's worker, completions).
 fn cpu_lines(inp: &Inputs) -> Vec<String> {
     let jobs_cpu = |r: &RunReport| -> f64 { super::calibrate::jobs_cpu_pcts(r).iter().sum() };
-    let ios = |r: &RunReport| r.completed_ios() as f64;
-    let ctx_per_io =
-        |r: &RunReport| r.jobs.iter().map(|j| j.stats.ctx).sum::<u64>() as f64 / ios(r);
+    // Events per completed I/O; NaN (shown as "-") without any.
+    let count = |r: &RunReport, n: Option<u64>| {
+        n.and_then(|n| super::calibrate::count_per_io(r, n))
+            .unwrap_or(f64::NAN)
+    };
+    let ctx_per_io = |r: &RunReport| count(r, Some(r.jobs.iter().map(|j| j.stats.ctx).sum()));
     let mut per_io = Vec::new();
     let mut fio = Vec::new();
     let mut ctx = Vec::new();
@@ -734,16 +738,9 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
         // A record kept before the count was taken reads 0 (shown as "-"):
         // every completion of a real device raises BLOCK_SOFTIRQ or runs
         // in one.
-        let meas_softirqs = of(&|x| match x.cpu.block_softirqs {
-            0 => f64::NAN,
-            n => n as f64 / ios(&x.report),
-        });
-        let meas_idle = of(&|x| {
-            x.cpu
-                .idle_entries
-                .and_then(|n| super::calibrate::count_per_io(&x.report, n))
-                .unwrap_or(f64::NAN)
-        });
+        let meas_softirqs =
+            of(&|x| count(&x.report, Some(x.cpu.block_softirqs).filter(|&n| n > 0)));
+        let meas_idle = of(&|x| count(&x.report, x.cpu.idle_entries));
         let sim = inp
             .sims
             .iter()
@@ -765,7 +762,7 @@ fn cpu_lines(inp: &Inputs) -> Vec<String> {
         fio.push(show(meas_fio, sim.map(jobs_cpu), 0));
         ctx.push(show(meas_ctx, sim.map(ctx_per_io), 3));
         let sim_softirqs =
-            sim.and_then(|r| Some(r.elevator.counters?.softirq_runs as f64 / ios(r)));
+            sim.and_then(|r| super::calibrate::count_per_io(r, r.elevator.counters?.softirq_runs));
         softirqs.push(show(meas_softirqs, sim_softirqs, 3));
         kthreads.push(show(
             meas_kthreads,
