@@ -559,3 +559,34 @@ fn a_jobs_context_switches_do_not_depend_on_stonewalled_neighbours() {
         .expect("qd1");
     assert!(per_io(qd1) > 0.95, "{}", per_io(qd1));
 }
+
+/// `--set cpu/cost_spread=CV` varies every piece of CPU work around its
+/// cost: at QD1, where one I/O is a chain of pieces (fio's call, the
+/// worker's command, the completion, fio's reap), the mean latency stays
+/// and the tail grows; the run is still the same for the same seed.
+#[test]
+fn a_cost_spread_keeps_the_mean_and_widens_the_tail() {
+    let p99 = |r: &RunReport| {
+        r.jobs[0]
+            .stats
+            .percentiles(LatKind::Clat, Ddir::Read)
+            .into_iter()
+            .find(|&(p, _)| (p - 99.0).abs() < 1e-9)
+            .map(|(_, v)| v as f64 / 1000.0)
+            .expect("p99 listed")
+    };
+    let exact = run(1, "none", &[]);
+    let varied = run(1, "none", &[("cpu/cost_spread", "1")]);
+    eprintln!(
+        "QD1: exact {:.2} us p99 {:.1}, varied {:.2} us p99 {:.1}",
+        lat_us(&exact),
+        p99(&exact),
+        lat_us(&varied),
+        p99(&varied)
+    );
+    assert!((lat_us(&varied) / lat_us(&exact) - 1.0).abs() < 0.03);
+    assert!(p99(&varied) > p99(&exact) + 5.0);
+    let again = run(1, "none", &[("cpu/cost_spread", "1")]);
+    assert_eq!(p99(&again), p99(&varied));
+    assert_eq!(lat_us(&again), lat_us(&varied));
+}

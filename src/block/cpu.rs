@@ -11,6 +11,7 @@
 //! finer locks ([`HookLock`]: one per hardware queue, one per software
 //! queue), which cost the same way but only where CPUs share them.
 
+use crate::sim::rng::{ExpZiggurat, Xoshiro256pp};
 use crate::sim::time::Ns;
 use serde::Deserialize;
 
@@ -89,6 +90,19 @@ pub struct CpuCosts {
     /// it (see the README's loop section).
     #[serde(default)]
     pub sleep_ns: Option<Ns>,
+    /// How much every CPU cost varies from one piece of work to the next
+    /// (a call, a command, a completion: one draw for all of it):
+    /// the coefficient of variation (0..=1) of a seeded draw that keeps
+    /// each cost's mean. A piece costs `cost × ((1 − s) + s × E)`, E
+    /// drawn from Exp(1): a floor of (1 − s) of the cost and a long tail
+    /// above it, as cache misses, interrupts and a host's preemption of a
+    /// vCPU give a kernel path. None or 0 (the default): every cost exact
+    /// and no draws. Why it matters: two stages in a pipeline (fio's calls
+    /// and a loop worker) that each cost a fixed time keep a shallow queue
+    /// as busy as a deep one; with variation one stage now and then waits
+    /// for the other, and more so the fewer requests are in flight.
+    #[serde(default)]
+    pub cost_spread: Option<f64>,
     /// Per-scheduler hook costs; missing schedulers use the built-in table.
     #[serde(default)]
     pub sched: Vec<NamedSchedCost>,
@@ -198,6 +212,7 @@ impl Default for CpuCosts {
             wake_deep_ns: 0,
             wake_deep_after_ns: 0,
             sleep_ns: None,
+            cost_spread: None,
             sched: Vec::new(),
             host_speed: None,
             hook_speed: None,
@@ -240,6 +255,14 @@ pub const HOOK_SPEED_MIN: f64 = 0.25;
 pub const HOOK_SPEED_MAX: f64 = 4.0;
 
 /// The one place a CPU cost is range-checked.
+fn check_spread(v: f64) -> Result<(), String> {
+    if v.is_finite() && (0.0..=1.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(format!("{v} is out of range: expected 0..=1 (the coefficient of variation of every CPU cost; 0 = exact)"))
+    }
+}
+
 fn check_cost(v: Ns) -> Result<(), String> {
     if v > MAX_CPU_COST_NS {
         return Err(format!(
@@ -264,6 +287,8 @@ impl CpuCosts {
             wake_deep_ns: self.wake_deep_ns,
             wake_deep_after_ns: self.wake_deep_after_ns,
             sleep_ns: self.sleep_ns.map(&f),
+            // A ratio: the same on every machine.
+            cost_spread: self.cost_spread,
             sched: self
                 .sched
                 .iter()
@@ -325,6 +350,9 @@ impl CpuCosts {
                 ));
             }
         }
+        if let Some(v) = self.cost_spread {
+            check_spread(v).map_err(|e| ("cpu.cost_spread".to_string(), e))?;
+        }
         if let Some(c) = self.cache_speed {
             if !(c.is_finite() && (HOST_SPEED_MIN..=HOST_SPEED_MAX).contains(&c)) {
                 return Err((
@@ -368,6 +396,14 @@ impl CpuCosts {
     /// `--set cpu/NAME=VALUE` for a cost of the path below the scheduler:
     /// `submit_ns`, `driver_ns`, `complete_ns`, `lock_handoff_ns`.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        if name == "cost_spread" {
+            let v: f64 = value.trim().parse().map_err(|_| {
+                format!("cpu/cost_spread: '{value}' is not a number (the coefficient of variation, 0..=1)")
+            })?;
+            check_spread(v).map_err(|e| format!("cpu/cost_spread: {e}"))?;
+            self.cost_spread = Some(v);
+            return Ok(());
+        }
         let v = parse_ns(name, value)?;
         match name {
             "submit_ns" => self.submit_ns = v,
@@ -380,7 +416,7 @@ impl CpuCosts {
             "sleep_ns" => self.sleep_ns = Some(v),
             other => {
                 return Err(format!(
-                    "cpu/{other}: unknown cost (submit_ns, driver_ns, complete_ns, lock_handoff_ns, wake_ns, wake_deep_ns, wake_deep_after_ns, sleep_ns, or SCHEDULER.insert_ns|dispatch_ns|complete_ns|merge_ns)"
+                    "cpu/{other}: unknown cost (submit_ns, driver_ns, complete_ns, lock_handoff_ns, wake_ns, wake_deep_ns, wake_deep_after_ns, sleep_ns, cost_spread, or SCHEDULER.insert_ns|dispatch_ns|complete_ns|merge_ns)"
                 ))
             }
         }
@@ -734,6 +770,33 @@ pub struct CpuState {
     pub worker: WorkerSeat,
     /// The slice a task keeps its CPU for (`Era::slice_ns`).
     slice_ns: Ns,
+    /// `[cpu] cost_spread`: every charge drawn around its cost (None: exact).
+    spread: Option<Box<CostSpread>>,
+}
+
+/// The seeded draw behind `[cpu] cost_spread` (see `CpuCosts::cost_spread`):
+/// one factor per piece of work (`CpuState::begin`), applied to every
+/// charge in it, so a call is slow or fast as a whole — a cold cache or a
+/// vCPU the host held back slows all of it — and a piece's cost varies by
+/// `cv` however many charges make it up. Boxed in `CpuState` so that exact
+/// runs carry one pointer, not the tables.
+#[derive(Clone, Debug)]
+struct CostSpread {
+    cv: f64,
+    rng: Xoshiro256pp,
+    exp: ExpZiggurat,
+    /// The current piece's factor: (1 − cv) + cv × E, E ~ Exp(1) — mean 1,
+    /// standard deviation cv, never below 1 − cv.
+    factor: f64,
+}
+
+impl CostSpread {
+    fn next_piece(&mut self) {
+        self.factor = (1.0 - self.cv) + self.cv * self.exp.sample(&mut self.rng);
+    }
+    fn apply(&self, ns: Ns) -> Ns {
+        (ns as f64 * self.factor).round() as Ns
+    }
 }
 
 /// Where the device's kernel worker sits among the tasks (see `CpuState`).
@@ -767,6 +830,28 @@ impl CpuState {
             tasks_waiting: vec![0; nr_cpus],
             held: vec![false; nr_cpus],
             worker: WorkerSeat::default(),
+            spread: None,
+        }
+    }
+    /// Vary every cost charged from now on by the coefficient of variation
+    /// `cv` (`[cpu] cost_spread`), drawn from a generator seeded with
+    /// `seed`; 0 keeps them exact.
+    pub fn vary_costs(&mut self, cv: f64, seed: u64) {
+        self.spread = (cv > 0.0).then(|| {
+            Box::new(CostSpread {
+                cv,
+                rng: Xoshiro256pp::seed_from_u64(seed),
+                exp: ExpZiggurat::new(),
+                factor: 1.0,
+            })
+        });
+    }
+    /// `ns` as this piece of work costs it: drawn when costs vary.
+    #[inline]
+    pub fn varied(&self, ns: Ns) -> Ns {
+        match &self.spread {
+            None => ns,
+            Some(s) => s.apply(ns),
         }
     }
     /// Whether a task holds `cpu` within its protected slice.
@@ -810,13 +895,22 @@ impl CpuState {
     /// Start work on `cpu` at event time `now` (it waits for the CPU).
     pub fn begin(&mut self, cpu: u16, now: Ns) -> Ns {
         self.cur = cpu;
+        if let Some(s) = &mut self.spread {
+            s.next_piece();
+        }
         self.cur_t = now.max(self.free[cpu as usize]);
         self.cur_begin = self.cur_t;
         self.cur_t
     }
-    /// Charge `ns` of plain CPU work.
+    /// Charge `ns` of plain CPU work (varied when costs vary).
     #[inline]
     pub fn charge(&mut self, ns: Ns) {
+        let ns = self.varied(ns);
+        self.charge_exact(ns);
+    }
+    /// Charge exactly `ns`: host time already drawn or never varied.
+    #[inline]
+    pub fn charge_exact(&mut self, ns: Ns) {
         // Saturating: a cost added to a time never wraps around to the past.
         self.cur_t = self.cur_t.saturating_add(ns);
     }
@@ -849,6 +943,7 @@ impl CpuState {
 
     #[inline(always)]
     fn locked_at(&mut self, i: usize, ns: Ns, handoff: Ns) {
+        let ns = self.varied(ns);
         let cur = self.cur;
         let l = &self.locks[i];
         if self.cur_t < l.free
@@ -1142,6 +1237,56 @@ mod tests {
         assert_eq!(s.begin(0, 100), 500);
     }
 
+    /// `[cpu] cost_spread`: one draw per piece of work, mean kept, standard
+    /// deviation cv × the cost, never below (1 − cv) of it; the same seed
+    /// gives the same pieces; wake-ups (`charge_exact`) stay exact.
+    #[test]
+    fn cost_spread_varies_pieces_around_their_cost() {
+        let pieces = |cv: f64, seed: u64| -> Vec<Ns> {
+            let mut s = CpuState::new(1, SLICE);
+            s.vary_costs(cv, seed);
+            let mut t = 0;
+            (0..20_000)
+                .map(|_| {
+                    s.begin(0, t);
+                    s.charge(600);
+                    s.charge(400);
+                    s.charge_exact(0);
+                    let end = s.end();
+                    let took = end - t;
+                    t = end;
+                    took
+                })
+                .collect()
+        };
+        let stats = |v: &[Ns]| {
+            let n = v.len() as f64;
+            let mean = v.iter().sum::<Ns>() as f64 / n;
+            let var = v.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+            (mean, var.sqrt())
+        };
+        let v = pieces(0.5, 7);
+        let (mean, sd) = stats(&v);
+        assert!((mean / 1000.0 - 1.0).abs() < 0.02, "mean {mean}");
+        assert!((sd / 1000.0 - 0.5).abs() < 0.03, "sd {sd}");
+        assert!(
+            v.iter().all(|&x| x >= 500),
+            "a piece under (1 - cv) of its cost"
+        );
+        assert_eq!(v, pieces(0.5, 7), "seeded");
+        assert_ne!(v, pieces(0.5, 8));
+        // One factor for the whole piece: its two charges move together,
+        // so a piece varies by cv, not by cv over the root of its charges.
+        assert!(sd > 0.45 * 1000.0);
+        // 0 is exact, and so is host time charged exactly.
+        assert!(pieces(0.0, 7).iter().all(|&x| x == 1000));
+        let mut s = CpuState::new(1, SLICE);
+        s.vary_costs(1.0, 3);
+        s.begin(0, 0);
+        s.charge_exact(12_345);
+        assert_eq!(s.end(), 12_345);
+    }
+
     #[test]
     fn set_costs_by_name() {
         let builtin = SchedCost {
@@ -1165,8 +1310,18 @@ mod tests {
         // A CPU cost like the others: scaled with the machine's speed.
         assert_eq!(c.scaled(|ns| ns * 2).sleep_ns, Some(9000));
         assert!(c.set("sleep_ns", "1000001").is_err());
+        // The spread is a ratio: not scaled, checked against 0..=1.
+        c.set("cost_spread", "0.5").unwrap();
+        assert_eq!(c.scaled(|ns| ns * 2).cost_spread, Some(0.5));
+        let e = c.set("cost_spread", "1.5").unwrap_err();
+        assert!(e.contains("cpu/cost_spread") && e.contains("0..=1"), "{e}");
+        assert!(c.set("cost_spread", "half").is_err());
+        assert_eq!(c.cost_spread, Some(0.5));
+        c.cost_spread = Some(f64::NAN);
+        assert_eq!(c.check().unwrap_err().0, "cpu.cost_spread");
+        c.cost_spread = None;
         let e = c.set("bogus", "1").unwrap_err();
-        assert!(e.contains("sleep_ns"), "{e}");
+        assert!(e.contains("sleep_ns") && e.contains("cost_spread"), "{e}");
         assert!(c.set_sched("mq-deadline", "bogus", "1", builtin).is_err());
         assert!(c.set("submit_ns", "x").is_err());
         // One range for every cost, from the command line or a profile.

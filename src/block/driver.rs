@@ -245,7 +245,9 @@ impl<'a> DeviceCpus<'a> {
             (ns as f64 / self.speed).round() as Ns
         };
         self.state.begin(cpu, now);
-        self.state.charge(fixed.saturating_add(ns));
+        // The wake-up is the host's latency, not CPU work: never varied.
+        self.state.charge_exact(fixed);
+        self.state.charge(ns);
         self.state.end()
     }
 }

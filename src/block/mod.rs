@@ -750,7 +750,15 @@ impl BlockLayer {
             return at;
         }
         self.cpu.count_idle_wake(wake);
-        self.cpu_run(cpu, at, wake)
+        // The host's latency, not CPU work: exact under `[cpu] cost_spread`.
+        self.cpu_begin(cpu, at);
+        self.cpu.charge_exact(wake);
+        self.cpu_end()
+    }
+    /// Vary every CPU cost by the coefficient of variation `cv` from now on
+    /// (`[cpu] cost_spread`), seeded with `seed`.
+    pub fn vary_cpu_costs(&mut self, cv: f64, seed: u64) {
+        self.cpu.vary_costs(cv, seed);
     }
 
     /// CPU time charged on every CPU so far.

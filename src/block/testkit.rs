@@ -108,6 +108,7 @@ pub fn free_cpu() -> CpuCosts {
         wake_deep_ns: 0,
         wake_deep_after_ns: 0,
         sleep_ns: None,
+        cost_spread: None,
         sched: ["mq-deadline", "deadline", "noop"]
             .iter()
             .map(|n| NamedSchedCost {

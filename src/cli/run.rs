@@ -26,7 +26,7 @@ pub const RUN_OPTS: &[Opt] = &[
     valued(
         "set",
         "NAME=VALUE",
-        "a queue knob by its sysfs name (nr_requests, read_ahead_kb,\nnomerges, rotational, max_sectors_kb, write_cache); a\nscheduler tunable as iosched/NAME; a CPU cost in ns as\ncpu/NAME (submit_ns, driver_ns, complete_ns, lock_handoff_ns,\nwake_ns, wake_deep_ns, wake_deep_after_ns, sleep_ns,\nSCHED.insert_ns|dispatch_ns|complete_ns|merge_ns); a cgroup\nfile as cgroup:PATH/FILE (blkio.weight, blkio.bfq.weight,\nio.weight, io.bfq.weight); a vm sysctl as vm.NAME\n(dirty_ratio, dirty_bytes, dirty_background_ratio,\ndirty_background_bytes, dirty_expire_centisecs,\ndirty_writeback_centisecs) for buffered jobs. Repeatable",
+        "a queue knob by its sysfs name (nr_requests, read_ahead_kb,\nnomerges, rotational, max_sectors_kb, write_cache); a\nscheduler tunable as iosched/NAME; a CPU cost in ns as\ncpu/NAME (submit_ns, driver_ns, complete_ns, lock_handoff_ns,\nwake_ns, wake_deep_ns, wake_deep_after_ns, sleep_ns,\nSCHED.insert_ns|dispatch_ns|complete_ns|merge_ns) or\ncpu/cost_spread (0-1, the variation of every CPU cost); a cgroup\nfile as cgroup:PATH/FILE (blkio.weight, blkio.bfq.weight,\nio.weight, io.bfq.weight); a vm sysctl as vm.NAME\n(dirty_ratio, dirty_bytes, dirty_background_ratio,\ndirty_background_bytes, dirty_expire_centisecs,\ndirty_writeback_centisecs) for buffered jobs. Repeatable",
     ),
     valued(
         "seed",

@@ -366,6 +366,9 @@ impl Simulation {
             cfg.era,
         )
         .map_err(input)?;
+        if let Some(cv) = cfg.settings.cpu_costs.cost_spread {
+            block.vary_cpu_costs(cv, stream_seed(cfg.seed, 0xc057));
+        }
         block.enable_wbt_default().map_err(input)?;
         // The jobs' sizes and offsets against the device: the job file's.
         let layouts = workload::layout(&jobfile.jobs, block.capacity())
