@@ -86,8 +86,8 @@ pub struct CpuCosts {
     /// 2.2-3.2 us per I/O at QD64, where it hardly sleeps (fio's CPU at QD1
     /// and QD64 in the probes of 2026-12-07's nine sessions, lab-records
     /// 2026-12-07j): a halted vCPU's round trip costs the sleeper more than
-    /// a switch. `calibrate` does not fit
-    /// it (see the README's loop section).
+    /// a switch. `calibrate` fits it to fio's CPU on the QD1 reads of a
+    /// loop device (see the README's loop section).
     #[serde(default)]
     pub sleep_ns: Option<Ns>,
     /// How much every CPU cost varies from one piece of work to the next

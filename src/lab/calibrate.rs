@@ -501,6 +501,13 @@ pub fn objective(measured: &[Point], simulated: &[Point]) -> f64 {
             sum += rel_err(sj, mj);
             n += 1;
         }
+        // The kernel threads' share of the machine's CPU (a ratio: its
+        // difference is the error): whether fio or the device's side bounds
+        // the rate, which the two totals above cannot tell apart.
+        if let Some((ms, ss)) = kthread_share(m).zip(kthread_share(s)) {
+            sum += (ss - ms).abs();
+            n += 1;
+        }
         // How evenly several jobs shared the machine (a ratio: its
         // difference is the error).
         if let (Some(me), Some(se)) = (m.evenness, s.evenness) {
@@ -513,6 +520,12 @@ pub fn objective(measured: &[Point], simulated: &[Point]) -> f64 {
     } else {
         sum / n as f64
     }
+}
+
+/// The kernel threads' CPU per I/O over the machine's, where both are known.
+fn kthread_share(p: &Point) -> Option<f64> {
+    let (k, c) = p.kthread_us_per_io.zip(p.cpu_us_per_io)?;
+    (c > 0.0 && k.is_finite()).then(|| k / c)
 }
 
 /// |sim/meas − 1|; a missing simulated value counts as 100%.
@@ -991,6 +1004,7 @@ impl Fitter {
                 0,
                 1_000_000,
             );
+            self.tune_sleep(&l);
             self.tune_wake(&l, speed);
             if way.packed {
                 self.tune_crossing_wake(&l);
@@ -1041,12 +1055,45 @@ impl Fitter {
             let p = Params::Loop(l.clone());
             let (sr, sw) = (self.s(&p, "randread-qd1"), self.s(&p, "randwrite-qd1"));
             let d = ((mr.lat_us - sr.lat_us) + (mw.lat_us - sw.lat_us)) / 4.0;
-            self.cpu = Some(loop_costs(
-                speed,
-                shift(wake, d).min(MAX_CPU_COST_NS),
-                self.loop_cost_spread,
-            ));
+            let sleep_ns = self.cpu.as_ref().and_then(|c| c.sleep_ns);
+            self.cpu = Some(CpuCosts {
+                sleep_ns,
+                ..loop_costs(
+                    speed,
+                    shift(wake, d).min(MAX_CPU_COST_NS),
+                    self.loop_cost_spread,
+                )
+            });
         }
+    }
+
+    /// fio's own CPU per sleep (`[cpu] sleep_ns`): bisected until fio's
+    /// CPU on the QD1 reads, where it sleeps once per I/O, meets the
+    /// measured one (the other probes' fio CPU is a check). Probes saved
+    /// without fio's CPU keep the built-in context switch.
+    fn tune_sleep(&mut self, l: &LoopParams) {
+        let i = PROBES
+            .iter()
+            .position(|p| p.name == SLEEP_PROBE)
+            .expect("the sleep probe is one of the probes");
+        let (Some(target), Some(mut cpu)) = (self.measured[i].job_cpu_pct, self.cpu.clone()) else {
+            return;
+        };
+        let p = Params::Loop(l.clone());
+        let (mut lo, mut hi) = (0, MAX_SLEEP_NS);
+        for _ in 0..10 {
+            let mid = (lo + hi) / 2;
+            cpu.sleep_ns = Some(mid);
+            self.cpu = Some(cpu.clone());
+            let fio = self.simulate_probe(&p, &PROBES[i]).job_cpu_pct;
+            if fio.is_some_and(|f| f < target) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        cpu.sleep_ns = Some((lo + hi) / 2);
+        self.cpu = Some(cpu);
     }
 
     /// Bisect the value `set` writes (more of it, fewer IOPS) until probe
@@ -1558,6 +1605,11 @@ const CROSSING_DEEP_AFTER_NS: Ns = 30_000;
 /// The most the packing fit lets a crossing wake-up cost.
 const MAX_CROSSING_WAKE_NS: Ns = 200_000;
 
+/// The probe `[cpu] sleep_ns` is fitted on: fio sleeps once per I/O.
+const SLEEP_PROBE: &str = "randread-qd1";
+/// The upper end of its search, reference ns: ten context switches.
+const MAX_SLEEP_NS: Ns = 10 * crate::block::cpu::CONTEXT_SWITCH_NS;
+
 /// Host speeds the loop fit tries (then refines around the best).
 const LOOP_SPEEDS: &[f64] = &[0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8];
 
@@ -1909,6 +1961,9 @@ fn cpu_section(s: &mut String, fit: &Fit) {
             }
             if let Some(v) = c.cost_spread {
                 let _ = writeln!(s, "cost_spread = {v}          # coefficient of variation of every CPU cost: the loop worker's runs at QD1, measured on the lab VM, 2026-12-07");
+            }
+            if let Some(n) = c.sleep_ns {
+                let _ = writeln!(s, "sleep_ns = {n}            # ns (reference core) fio spends on its own account per sleep for its I/O: fitted to fio's CPU on {SLEEP_PROBE}");
             }
             if let Some(h) = c.hook_speed {
                 let _ = writeln!(s, "hook_speed = {h:.3}          # scheduler hooks' speed against the rest of the path: fitted to {} under {HOOK_SCHEDULER} (fio's CPU per I/O beyond none's)", HOOK_PROBE.name);
@@ -2576,6 +2631,35 @@ mod tests {
         assert!(near(l.copy_bandwidth, truth.copy_bandwidth), "{l:?}");
         let w = l.write_copy_bandwidth.expect("fitted");
         assert!(near(w, 4_000_000_000), "{l:?}");
+    }
+
+    #[test]
+    fn fit_loop_recovers_the_cost_of_a_sleep() {
+        // fio's CPU at QD1 tells a sleep's cost on fio's own account.
+        let truth = LoopParams {
+            work_ns: 2_000,
+            copy_bandwidth: 8_000_000_000,
+            write_copy_bandwidth: None,
+            nowait_percent: 0,
+            worker_waits_for_holder: false,
+            worker_packs_on_sleeping_submitter: false,
+        };
+        let cpu = CpuCosts {
+            sleep_ns: Some(6_000),
+            ..loop_costs(0.5, 5_000, None)
+        };
+        let mut f = test_fitter(Some(cpu));
+        f.measured = f.simulate_all(&Params::Loop(truth.clone()));
+        f.cpu = Some(loop_costs(0.5, 5_000, None));
+        let fit = f.fit_loop_at(0.5, 0, LoopWay::default());
+        let got = fit.cpu.sleep_ns.expect("fitted");
+        assert!((4_800..=7_200).contains(&got), "sleep_ns {got}");
+        // Probes saved without fio's CPU keep the built-in switch.
+        for p in &mut f.measured {
+            p.job_cpu_pct = None;
+        }
+        let fit = f.fit_loop_at(0.5, 0, LoopWay::default());
+        assert_eq!(fit.cpu.sleep_ns, None);
     }
 
     /// A probe of several jobs counts them together and measures how evenly
