@@ -254,7 +254,7 @@ pub const HOST_SPEED_MAX: f64 = 20.0;
 pub const HOOK_SPEED_MIN: f64 = 0.25;
 pub const HOOK_SPEED_MAX: f64 = 4.0;
 
-/// The one place a CPU cost is range-checked.
+/// The one place `cost_spread` is range-checked (a profile's or `--set`'s).
 fn check_spread(v: f64) -> Result<(), String> {
     if v.is_finite() && (0.0..=1.0).contains(&v) {
         Ok(())
@@ -263,6 +263,7 @@ fn check_spread(v: f64) -> Result<(), String> {
     }
 }
 
+/// The one place a CPU cost is range-checked.
 fn check_cost(v: Ns) -> Result<(), String> {
     if v > MAX_CPU_COST_NS {
         return Err(format!(
@@ -770,7 +771,7 @@ pub struct CpuState {
     pub worker: WorkerSeat,
     /// The slice a task keeps its CPU for (`Era::slice_ns`).
     slice_ns: Ns,
-    /// `[cpu] cost_spread`: every charge drawn around its cost (None: exact).
+    /// `[cpu] cost_spread`: each piece of work drawn around its cost (None: exact).
     spread: Option<Box<CostSpread>>,
 }
 

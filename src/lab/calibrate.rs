@@ -883,8 +883,11 @@ impl Fitter {
     /// host's CPU speed and `nowait_percent` are searched; for each pair the
     /// worker's work per command is bisected to the one-job QD64 read
     /// ceiling, the copy rates to the 128 KiB sequential reads and writes,
-    /// the wake-up shifted to the QD1 latencies; the pair with the smallest
-    /// error over every probe wins. The 4-job probes tell the speed apart: one job
+    /// the wake-up shifted to the QD1 latencies, fio's cost per sleep
+    /// (`[cpu] sleep_ns`) bisected to its CPU on the QD1 reads, every CPU
+    /// cost varied by the measured `LOOP_COST_SPREAD`; the pair with the
+    /// smallest error over every probe (IOPS, latency, the machine's and
+    /// fio's CPU, the kernel threads' share, evenness) wins. The 4-job probes tell the speed apart: one job
     /// leaves the worker a CPU of its own, four share both CPUs with it, so
     /// the submitter's share of the work (the speed) and the worker's (its
     /// work) move those ceilings differently. Both ways of sharing the CPUs
