@@ -849,7 +849,7 @@ impl CpuState {
     }
     /// `ns` as this piece of work costs it: drawn when costs vary.
     #[inline]
-    pub fn varied(&self, ns: Ns) -> Ns {
+    fn varied(&self, ns: Ns) -> Ns {
         match &self.spread {
             None => ns,
             Some(s) => s.apply(ns),

@@ -1008,7 +1008,7 @@ impl Fitter {
                 1_000_000,
             );
             self.tune_sleep(&l);
-            self.tune_wake(&l, speed);
+            self.tune_wake(&l);
             if way.packed {
                 self.tune_crossing_wake(&l);
             }
@@ -1051,22 +1051,18 @@ impl Fitter {
 
     /// The host's wake-up cost (`[cpu] wake_ns`): a QD1 I/O wakes the loop
     /// worker and then fio, so half the QD1 latency difference goes to it.
-    fn tune_wake(&mut self, l: &LoopParams, speed: f64) {
+    fn tune_wake(&mut self, l: &LoopParams) {
         for _ in 0..3 {
             let wake = self.cpu.as_ref().map_or(0, |c| c.wake_ns);
             let (mr, mw) = (self.m("randread-qd1"), self.m("randwrite-qd1"));
             let p = Params::Loop(l.clone());
             let (sr, sw) = (self.s(&p, "randread-qd1"), self.s(&p, "randwrite-qd1"));
             let d = ((mr.lat_us - sr.lat_us) + (mw.lat_us - sw.lat_us)) / 4.0;
-            let sleep_ns = self.cpu.as_ref().and_then(|c| c.sleep_ns);
-            self.cpu = Some(CpuCosts {
-                sleep_ns,
-                ..loop_costs(
-                    speed,
-                    shift(wake, d).min(MAX_CPU_COST_NS),
-                    self.loop_cost_spread,
-                )
-            });
+            let cpu = self.cpu.as_mut().expect("fit_loop_at sets the loop costs");
+            cpu.wake_ns = shift(wake, d).min(MAX_CPU_COST_NS);
+            // The crossing wake-up is fitted after this one, against it.
+            cpu.wake_deep_ns = 0;
+            cpu.wake_deep_after_ns = 0;
         }
     }
 
