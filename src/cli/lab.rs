@@ -227,7 +227,8 @@ USAGE:
 
 Probes (scheduler none): 4 KiB random read and write at QD 1, 4, 16, 64;
 128 KiB sequential read and write; a 70/30 mix; 4 jobs of 4 KiB random read
-and write at QD 16; between them five pairs of the QD 64 reads under none
+and write at QD 16; 12 jobs of 4 KiB random reads at QD 4 (how a crowd of
+tasks shares the CPUs with a loop device's worker); between them five pairs of the QD 64 reads under none
 and under mq-deadline back to back (when the device offers it): fio's own CPU per
 I/O beyond none's gives the speed of scheduler hooks on this host ([cpu] hook_speed),
 their median IOPS ratio is its check; and 4 KiB buffered (psync) random reads and writes of a 16 MiB
