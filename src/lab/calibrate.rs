@@ -1761,7 +1761,7 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
         "err".into(),
         "meas ctx/io".into(),
         "fit".into(),
-        "err".into(),
+        "diff".into(),
         "meas even".into(),
         "fit".into(),
         "diff".into(),
@@ -1823,7 +1823,6 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
                 pair(|p| p.job_cpu_pct),
                 pair(|p| p.kthread_us_per_io),
                 pair(|p| p.idle_wakes_per_io),
-                pair(|p| p.ctx_per_io),
             ] {
                 last.extend([
                     mc.map_or("-".into(), num),
@@ -1834,16 +1833,25 @@ pub fn error_table(m: &Measured, fit: &Fit) -> String {
                     },
                 ]);
             }
-            let (me, se) = pair(|p| p.evenness);
-            let two = |v: f64| format!("{v:.2}");
-            last.extend([
-                me.map_or("-".into(), two),
-                se.map_or("-".into(), two),
-                match (me, se) {
-                    (Some(a), Some(b)) => format!("{:+.2}", b - a),
-                    _ => "-".into(),
-                },
-            ]);
+            // Fitted as differences (rates near 0 to 1, ratios): shown so.
+            for (f, digits) in [
+                (|p: &Point| p.ctx_per_io) as fn(&Point) -> Option<f64>,
+                |p: &Point| p.evenness,
+            ]
+            .into_iter()
+            .zip([3, 2])
+            {
+                let (m, s) = pair(f);
+                let show = |v: f64| format!("{v:.digits$}");
+                last.extend([
+                    m.map_or("-".into(), show),
+                    s.map_or("-".into(), show),
+                    match (m, s) {
+                        (Some(a), Some(b)) => format!("{:+.digits$}", b - a),
+                        _ => "-".into(),
+                    },
+                ]);
+            }
         }
     }
     crate::report::table::align(&rows, 2)
