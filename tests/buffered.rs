@@ -169,6 +169,23 @@ fn pre_read_hits_and_invalidate_misses() {
         lat(&warm),
         lat(&cold)
     );
+    // A hit returns from the call without sleeping: no context switch
+    // (fio's ctx on the lab VM's cache probes: 0.000 per I/O), where a
+    // miss sleeps for its read.
+    let ctx_per_io = |r: &RunReport| {
+        let ios: u64 = r.jobs[0].stats.dirs.iter().map(|d| d.total_ios).sum();
+        r.jobs[0].stats.ctx as f64 / ios as f64
+    };
+    assert!(
+        ctx_per_io(&warm) < 0.01,
+        "hits switch {} per I/O",
+        ctx_per_io(&warm)
+    );
+    assert!(
+        ctx_per_io(&cold) > 0.1,
+        "misses switch {} per I/O",
+        ctx_per_io(&cold)
+    );
 }
 
 #[test]
